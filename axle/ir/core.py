@@ -1,0 +1,262 @@
+"""The IR: values, operations, blocks, regions, modules.
+
+An SSA graph of StableHLO operations. A module holds top-level operations (usually
+`func.func`); a function is an operation with one region. Ops carry their name,
+operands, result types, attributes (ordered dict name -> Attribute), regions and an
+optional source location. Everything about what an op *is* lives in the op table
+(axle/ir/ops.py); these classes only hold structure.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Optional, Sequence
+
+from axle.ir.attributes import (ArrayAttr, Attribute, DictAttr, Location, StringAttr,
+                                TypeAttr)
+from axle.ir.types import FunctionType, Type
+
+
+class Value:
+    """An SSA value: an op result or a block argument."""
+
+    __slots__ = ("type", "name_hint")
+
+    def __init__(self, type: Type, name_hint: Optional[str] = None):
+        self.type = type
+        self.name_hint = name_hint
+
+
+class OpResult(Value):
+    __slots__ = ("owner", "index")
+
+    def __init__(self, type: Type, owner: "Operation", index: int, name_hint=None):
+        super().__init__(type, name_hint)
+        self.owner = owner
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"<result {self.index} of {self.owner.name}: {self.type}>"
+
+
+class BlockArgument(Value):
+    __slots__ = ("owner", "index", "location")
+
+    def __init__(self, type: Type, owner: "Block", index: int, name_hint=None, location=None):
+        super().__init__(type, name_hint)
+        self.owner = owner
+        self.index = index
+        self.location = location
+
+    def __repr__(self) -> str:
+        return f"<block arg {self.index}: {self.type}>"
+
+
+class Operation:
+    """One operation. `attributes` is an insertion-ordered dict of Attribute."""
+
+    def __init__(self, name: str, operands: Sequence[Value] = (), result_types: Sequence[Type] = (),
+                 attributes: Optional[dict] = None, regions: Sequence["Region"] = (),
+                 location: Optional[Location] = None, successors: Sequence["Block"] = ()):
+        self.name = name
+        self.operands: list[Value] = list(operands)
+        self.results: list[OpResult] = [OpResult(t, self, i) for i, t in enumerate(result_types)]
+        self.attributes: dict[str, Attribute] = dict(attributes or {})
+        self.regions: list[Region] = []
+        for r in regions:
+            self.add_region(r)
+        self.location = location
+        self.successors: list[Block] = list(successors)
+        self.parent: Optional[Block] = None
+
+    # -- structure
+    def add_region(self, region: "Region") -> "Region":
+        region.parent = self
+        self.regions.append(region)
+        return region
+
+    @property
+    def result(self) -> OpResult:
+        if len(self.results) != 1:
+            raise ValueError(f"{self.name} has {len(self.results)} results, not one")
+        return self.results[0]
+
+    @property
+    def result_types(self) -> list[Type]:
+        return [r.type for r in self.results]
+
+    @property
+    def operand_types(self) -> list[Type]:
+        return [v.type for v in self.operands]
+
+    @property
+    def dialect(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def opname(self) -> str:
+        return self.name.split(".", 1)[-1]
+
+    def attr(self, name: str, default=None):
+        """The Python value of an attribute (see Attribute.to_python), or `default`."""
+        a = self.attributes.get(name)
+        return default if a is None else a.to_python()
+
+    def walk(self) -> Iterator["Operation"]:
+        """This op and every op nested in its regions, in pre-order."""
+        yield self
+        for r in self.regions:
+            for b in r.blocks:
+                for op in b.operations:
+                    yield from op.walk()
+
+    def where(self) -> str:
+        """`'stablehlo.add' at file:3:5` — for error messages."""
+        loc = f" at {self.location.short()}" if self.location is not None else ""
+        return f"'{self.name}'{loc}"
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.name}>"
+
+    def __str__(self) -> str:
+        from axle.ir.text.printer import print_op
+        return print_op(self)
+
+    # -- function view (func.func)
+    @property
+    def sym_name(self) -> Optional[str]:
+        a = self.attributes.get("sym_name")
+        return a.value if isinstance(a, StringAttr) else None
+
+    @property
+    def function_type(self) -> FunctionType:
+        return self.attributes["function_type"].type
+
+    @property
+    def body(self) -> "Block":
+        return self.regions[0].blocks[0]
+
+    @property
+    def is_declaration(self) -> bool:
+        return not self.regions or not self.regions[0].blocks
+
+    @property
+    def visibility(self) -> str:
+        a = self.attributes.get("sym_visibility")
+        return a.value if isinstance(a, StringAttr) else "public"
+
+
+class Block:
+    def __init__(self, arg_types: Sequence[Type] = (), arg_names: Sequence[Optional[str]] = ()):
+        self.arguments: list[BlockArgument] = []
+        names = list(arg_names) + [None] * (len(arg_types) - len(arg_names))
+        for t, n in zip(arg_types, names):
+            self.add_argument(t, n)
+        self.operations: list[Operation] = []
+        self.parent: Optional[Region] = None
+        self.label: Optional[str] = None
+
+    def add_argument(self, type: Type, name: Optional[str] = None, location=None) -> BlockArgument:
+        a = BlockArgument(type, self, len(self.arguments), name, location)
+        self.arguments.append(a)
+        return a
+
+    def append(self, op: Operation) -> Operation:
+        op.parent = self
+        self.operations.append(op)
+        return op
+
+    def insert(self, index: int, op: Operation) -> Operation:
+        op.parent = self
+        self.operations.insert(index, op)
+        return op
+
+    @property
+    def terminator(self) -> Optional[Operation]:
+        return self.operations[-1] if self.operations else None
+
+
+class Region:
+    def __init__(self, blocks: Sequence[Block] = ()):
+        self.blocks: list[Block] = []
+        self.parent: Optional[Operation] = None
+        for b in blocks:
+            self.add_block(b)
+
+    def add_block(self, block: Block) -> Block:
+        block.parent = self
+        self.blocks.append(block)
+        return block
+
+    @property
+    def entry(self) -> Block:
+        return self.blocks[0]
+
+
+class Module:
+    """A module: a named list of top-level ops (functions) and its attributes."""
+
+    def __init__(self, name: Optional[str] = None, attributes: Optional[dict] = None,
+                 location: Optional[Location] = None):
+        self.name = name
+        self.attributes: dict[str, Attribute] = dict(attributes or {})
+        self.body = Block()
+        self.location = location
+        self.filename: Optional[str] = None
+
+    @property
+    def operations(self) -> list[Operation]:
+        return self.body.operations
+
+    def append(self, op: Operation) -> Operation:
+        return self.body.append(op)
+
+    @property
+    def functions(self) -> dict[str, Operation]:
+        return {op.sym_name: op for op in self.body.operations if op.name == "func.func"}
+
+    def function(self, name: str) -> Operation:
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise KeyError(f"module has no function @{name}; it has "
+                           + ", ".join("@" + n for n in self.functions)) from None
+
+    @property
+    def main(self) -> Operation:
+        fns = self.functions
+        if "main" in fns:
+            return fns["main"]
+        public = [f for f in fns.values() if f.visibility == "public"]
+        if len(public) == 1:
+            return public[0]
+        raise KeyError("module has no @main function")
+
+    def walk(self) -> Iterator[Operation]:
+        for op in self.body.operations:
+            yield from op.walk()
+
+    def __str__(self) -> str:
+        from axle.ir.text.printer import print_module
+        return print_module(self)
+
+    def __eq__(self, other) -> bool:
+        from axle.ir.equality import modules_equal
+        return isinstance(other, Module) and modules_equal(self, other)
+
+    __hash__ = None  # mutable
+
+
+def make_function(name: str, arg_types: Sequence[Type], result_types: Sequence[Type],
+                  visibility: Optional[str] = None, arg_attrs=None, res_attrs=None) -> Operation:
+    """A `func.func` with an entry block holding one argument per input."""
+    attrs: dict[str, Attribute] = {"sym_name": StringAttr(name),
+                                   "function_type": TypeAttr(FunctionType(tuple(arg_types),
+                                                                          tuple(result_types)))}
+    if visibility is not None:
+        attrs["sym_visibility"] = StringAttr(visibility)
+    if arg_attrs is not None:
+        attrs["arg_attrs"] = ArrayAttr(tuple(DictAttr(tuple(d.items())) for d in arg_attrs))
+    if res_attrs is not None:
+        attrs["res_attrs"] = ArrayAttr(tuple(DictAttr(tuple(d.items())) for d in res_attrs))
+    fn = Operation("func.func", attributes=attrs)
+    fn.add_region(Region([Block(arg_types)]))
+    return fn
