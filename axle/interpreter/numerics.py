@@ -25,6 +25,7 @@ Function names here are a stable interface: other interpreter files import them.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from axle.ir.types import ElementType, QuantizedType, TensorType, i64, int_range
@@ -52,7 +53,7 @@ def is_quantized(t) -> bool:
 def float_info(et: ElementType) -> tuple[int, int]:
     """(exponent_bits, mantissa_bits) of a float element type; mantissa bits exclude the
     implicit leading one."""
-    mantissa = int(np.finfo(et.dtype).nmant)
+    mantissa = int(ml_dtypes.finfo(et.dtype).nmant)
     exponent = et.bitwidth - mantissa - (0 if et.name == "f8E8M0FNU" else 1)
     return exponent, mantissa
 

@@ -6,9 +6,8 @@ complex numbers in complex128, rounded once to the result type (as the reference
 does). Operands have equal shapes, except the scalar `pred` of select and the scalar `min`/`max`
 of clamp, which numpy broadcasting covers.
 
-Ops on quantized tensors follow the spec's `dequantize_op_quantize`: the `elementwise`
-decorator dequantizes the quantized operands, runs the op on the expressed type and quantizes
-the result.
+Quantized tensors are handled by ops_quant.py (the spec's `dequantize_op_quantize` around these
+implementations).
 
 Behaviour the spec leaves open follows XLA (and the reference interpreter where it defines one):
 integer division by zero gives -1 (all bits set) and remainder by zero gives the dividend;
@@ -18,62 +17,36 @@ amounts >= the bit width give 0 (shift_left, shift_right_logical) or the sign fi
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
 
 from axle.ir.types import QuantizedType
 from axle.interpreter.numerics import (
-    cast_to, convert as convert_values, dequantize, element_type, float_info, from_raw_bits,
-    is_quantized, quantize, raw_bits, round_float, sign_extend, to_compute, to_wide_int,
-    total_order_key, wrap_int,
+    cast_to, convert as convert_values, element_type, float_info, from_raw_bits, raw_bits,
+    round_float, sign_extend, to_compute, to_wide_int, total_order_key, wrap_int,
 )
 from axle.interpreter.registry import OpCall, register
 
 # ---------------------------------------------------------------- registration
 
 
-def elementwise(*names: str, dequantize_operands: bool = True):
-    """Registers an elementwise op `fn(call, *operands)`; numpy warnings for the IEEE special
-    cases are silenced and quantized operands go through `dequantize_op_quantize` (unless
-    `dequantize_operands` is False: the op works on the storage values)."""
+def elementwise(*names: str):
+    """Registers an elementwise op `fn(call, *operands)`. numpy's warnings for the IEEE special
+    cases (overflow, division by zero, invalid) are silenced: the results are the defined ones.
+    Quantized operands never reach `fn`: the evaluator sends such calls through
+    ops_quant.quantized_call, which dequantizes them (or passes storage values)."""
 
     def deco(fn):
         @functools.wraps(fn)
         def impl(call: OpCall):
             with np.errstate(all="ignore"):
-                types = [*call.operand_types, *call.result_types]
-                if dequantize_operands and any(is_quantized(t) for t in types):
-                    return dequantize_op_quantize(fn, call)
                 return np.asarray(fn(call, *call.operands))
 
         register(*names)(impl)
         return impl
 
     return deco
-
-
-def dequantize_op_quantize(fn, call: OpCall):
-    """The spec's dequantize_op_quantize: run `fn` on the dequantized operands, quantize the
-    result if its type is quantized."""
-    operands, operand_types = [], []
-    for value, t in zip(call.operands, call.operand_types):
-        qtype = element_type(t)
-        if isinstance(qtype, QuantizedType):
-            value, t = dequantize(value, qtype), t.with_element_type(qtype.expressed_type)
-        operands.append(value)
-        operand_types.append(t)
-    result_type = call.result_types[0]
-    qresult = element_type(result_type)
-    if isinstance(qresult, QuantizedType):
-        result_type = result_type.with_element_type(qresult.expressed_type)
-    float_call = dataclasses.replace(call, operands=operands, operand_types=operand_types,
-                                     result_types=[result_type])
-    result = np.asarray(fn(float_call, *operands))
-    if isinstance(qresult, QuantizedType):
-        return quantize(result, qresult)
-    return result
 
 
 def operand_et(call: OpCall, i: int = 0):
@@ -573,7 +546,7 @@ def from_bit_matrix(matrix, et):
     return from_raw_bits(bits, et)
 
 
-@elementwise("stablehlo.bitcast_convert", dequantize_operands=False)
+@elementwise("stablehlo.bitcast_convert")
 def bitcast_convert(call, operand):
     """The bits of the whole tensor, read in order as elements of the result type: a wider
     result takes its bits from the operand's last dimension, a narrower one adds a dimension."""

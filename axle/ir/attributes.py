@@ -235,6 +235,21 @@ class EnumAttr(Attribute):
         return f"#{self.dialect}<{self.enum} {self.value}>"
 
 
+_GATHER = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
+           "start_index_map")
+_SCATTER = ("update_window_dims", "inserted_window_dims", "input_batching_dims",
+            "scatter_indices_batching_dims", "scatter_dims_to_operand_dims")
+_DOT = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+        "rhs_contracting_dimensions")
+# Values of the fields a struct attribute may leave out (the spec's defaults).
+STRUCT_DEFAULTS: dict[str, dict] = {
+    "stablehlo.gather": {**{k: [] for k in _GATHER}, "index_vector_dim": 0},
+    "stablehlo.scatter": {**{k: [] for k in _SCATTER}, "index_vector_dim": 0},
+    "stablehlo.dot": {k: [] for k in _DOT},
+    "stablehlo.channel_handle": {"handle": 0, "type": 0},
+}
+
+
 @dataclass(frozen=True)
 class StructAttr(Attribute):
     """`#stablehlo.gather<offset_dims = [1], index_vector_dim = 1>` and its kin.
@@ -252,7 +267,7 @@ class StructAttr(Attribute):
         return default
 
     def to_python(self):
-        out = {}
+        out = {k: (list(v) if isinstance(v, list) else v) for k, v in STRUCT_DEFAULTS.get(self.name, {}).items()}
         for k, v in self.fields:
             out[k] = v.to_python()
         return out

@@ -187,7 +187,7 @@ _def("check.eq", 2, 1, format="functional")
 _def("interpreter.run_parallel", -1, -1, traits=(SIDE_EFFECT,), format="generic")
 _def("interpreter.probe", 1, 1, traits=(SIDE_EFFECT,), format="same_or_functional",
      keywords=[("probe_id", "probe_id", "string")])
-_def("interpreter.print", 1, 0, traits=(SIDE_EFFECT,), format="generic")
+_def("interpreter.print", 1, 0, traits=(SIDE_EFFECT,), format="check")
 
 ALIASES = {"return": "func.return", "call": "func.call", "func": "func.func"}
 

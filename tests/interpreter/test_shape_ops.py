@@ -7,7 +7,7 @@ import pytest
 
 import axle.interpreter.ops_dynamic  # noqa: F401  (registers the ops)
 import axle.interpreter.ops_shape  # noqa: F401
-from axle.interpreter.registry import TOKEN, InterpreterError, OpCall, lookup
+from axle.interpreter.registry import TOKEN, InterpreterError, OpCall, Token, lookup
 from axle.ir.types import QuantizedType, TensorType, element_type, element_type_of, tensor
 
 
@@ -17,7 +17,7 @@ def tensor_type(x) -> TensorType:
 
 
 def run(name, operands, attrs=None, result_types=(), operand_types=None):
-    operands = [np.asarray(x) if not isinstance(x, tuple) else x for x in operands]
+    operands = [x if isinstance(x, (tuple, Token)) else np.asarray(x) for x in operands]
     if operand_types is None:
         operand_types = [tensor_type(x) if isinstance(x, np.ndarray) else None for x in operands]
     call = OpCall(name, operands, list(operand_types), list(result_types), dict(attrs or {}))

@@ -1,0 +1,5 @@
+import sys
+
+from axle.tools.cli import main
+
+sys.exit(main())

@@ -1,0 +1,268 @@
+"""The evaluator: runs a module op by op with the numpy implementations of the registry.
+
+Functions run in frames (a dict from value to runtime value). Ops whose semantics are
+about the program itself — calls, returns, while/if/case, composite, custom_call,
+interpreter.run_parallel — are evaluated here; every other op is looked up in the
+registry (registry.py) and receives an OpCall. Quantized operands are handled by
+ops_quant.quantized_call (dequantize -> float op -> quantize), as the spec defines.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from axle.ir.core import Block, Module, Operation, Region, Value
+from axle.ir.types import QuantizedType, TensorType, TupleType, TokenType, Type
+from axle.interpreter.registry import (TOKEN, InterpreterError, OpCall, lookup)
+
+_CUSTOM_CALLS: dict[str, Callable[[OpCall], Any]] = {}
+
+
+def register_custom_call(target: str, fn: Callable[[OpCall], Any]) -> None:
+    """Make `stablehlo.custom_call @target` callable in the interpreter: fn(OpCall) -> results."""
+    _CUSTOM_CALLS[target] = fn
+
+
+class ArgumentError(TypeError):
+    """An argument given to a program has the wrong count, shape or dtype."""
+
+
+def _fmt_type(t: Type) -> str:
+    if isinstance(t, TensorType):
+        dims = ",".join("?" if d is None else str(d) for d in t.shape)
+        return f"{t.element_type}[{dims}]"
+    return str(t)
+
+
+def check_arguments(fn: Operation, args: Sequence, where: str = "") -> list:
+    """Convert and check the arguments of function `fn`; raise ArgumentError naming the bad one."""
+    types = fn.function_type.inputs
+    name = fn.sym_name
+    if len(args) != len(types):
+        raise ArgumentError(f"@{name}{where} takes {len(types)} argument(s) "
+                            f"({', '.join(_fmt_type(t) for t in types)}), got {len(args)}")
+    out = []
+    for i, (a, t) in enumerate(zip(args, types)):
+        if isinstance(t, TensorType):
+            if not isinstance(a, np.ndarray):
+                if isinstance(a, (bool, int, float, complex, list, tuple, np.generic)):
+                    try:
+                        a = np.asarray(a, dtype=t.dtype)
+                    except (TypeError, ValueError, OverflowError) as e:
+                        raise ArgumentError(f"argument {i} of @{name}: cannot convert {a!r} to "
+                                            f"{_fmt_type(t)}: {e}") from None
+                else:
+                    raise ArgumentError(f"argument {i} of @{name}: expected an array of {_fmt_type(t)}, "
+                                        f"got {type(a).__name__}")
+            if a.dtype != t.dtype:
+                raise ArgumentError(f"argument {i} of @{name}: expected dtype {t.dtype} ({_fmt_type(t)}), "
+                                    f"got {a.dtype} with shape {list(a.shape)}")
+            if len(a.shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, a.shape)):
+                raise ArgumentError(f"argument {i} of @{name}: expected shape {_fmt_type(t)}, "
+                                    f"got {list(a.shape)}")
+            if t.bounds is not None:
+                for d, (s, b) in enumerate(zip(a.shape, t.bounds)):
+                    if b is not None and s > b:
+                        raise ArgumentError(f"argument {i} of @{name}: dimension {d} is {s}, "
+                                            f"over its bound {b}")
+        out.append(a)
+    return out
+
+
+class Evaluator:
+    """Runs functions of one module. Thread-safe: frames are per call."""
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.functions = module.functions
+
+    # -- functions
+    def call_function(self, name: str, args: Sequence, ctx=None) -> list:
+        try:
+            fn = self.functions[name]
+        except KeyError:
+            raise InterpreterError(f"call to unknown function @{name}") from None
+        if fn.is_declaration:
+            raise InterpreterError(f"function @{name} has no body")
+        return self.run_block(fn.body, list(args), {}, ctx)
+
+    def run_block(self, block: Block, args: list, frame: dict, ctx) -> list:
+        for a, v in zip(block.arguments, args):
+            frame[a] = v
+        for op in block.operations:
+            name = op.name
+            if name == "func.return" or name == "stablehlo.return":
+                return [frame[v] for v in op.operands]
+            results = self.eval_op(op, frame, ctx)
+            for r, v in zip(op.results, results):
+                frame[r] = v
+        return []
+
+    def region_callable(self, region: Region, frame: dict, ctx) -> Callable:
+        block = region.blocks[0]
+
+        def run(*args):
+            return self.run_block(block, list(args), frame, ctx)
+
+        return run
+
+    # -- ops
+    def eval_op(self, op: Operation, frame: dict, ctx) -> list:
+        name = op.name
+        special = _SPECIAL.get(name)
+        if special is not None:
+            return special(self, op, frame, ctx)
+        impl = lookup(name)
+        if impl is None:
+            raise InterpreterError(f"the interpreter has no implementation of {op.where()}")
+        call = self.make_call(op, frame, ctx)
+        try:
+            if _is_quantized(op) and name not in _QUANT_NATIVE:
+                from axle.interpreter.ops_quant import quantized_call
+                out = quantized_call(impl, call)
+            else:
+                out = impl(call)
+        except InterpreterError:
+            raise
+        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError,
+                AttributeError, FloatingPointError, np.linalg.LinAlgError) as e:
+            raise InterpreterError(f"{op.where()}: {type(e).__name__}: {e}") from e
+        return self.results_of(op, out)
+
+    def make_call(self, op: Operation, frame: dict, ctx) -> OpCall:
+        return OpCall(name=op.name, operands=[frame[v] for v in op.operands],
+                      operand_types=[v.type for v in op.operands],
+                      result_types=[r.type for r in op.results],
+                      attrs={k: a.to_python() for k, a in op.attributes.items()},
+                      regions=[self.region_callable(r, frame, ctx) for r in op.regions],
+                      ctx=ctx, location=op.location.short() if op.location is not None else "")
+
+    @staticmethod
+    def results_of(op: Operation, out) -> list:
+        n = len(op.results)
+        if n == 0:
+            return []
+        if n == 1 and not isinstance(out, list):
+            out = [out]
+        out = list(out)
+        if len(out) != n:
+            raise InterpreterError(f"{op.where()} produced {len(out)} values for {n} results")
+        return [_coerce(v, r.type, op) for v, r in zip(out, op.results)]
+
+
+def _coerce(v, t: Type, op: Operation):
+    if isinstance(t, TensorType):
+        if not isinstance(v, np.ndarray) or v.dtype != t.dtype:
+            v = np.asarray(v).astype(t.dtype) if not isinstance(v, np.ndarray) else v.astype(t.dtype)
+        if len(v.shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, v.shape)):
+            raise InterpreterError(f"{op.where()} produced shape {list(v.shape)}, expected {t}")
+    return v
+
+
+_QUANT_NATIVE = {"stablehlo.uniform_quantize", "stablehlo.uniform_dequantize", "stablehlo.constant",
+                 "check.expect_eq", "check.expect_eq_const", "check.expect_almost_eq",
+                 "check.expect_almost_eq_const", "check.expect_close", "check.expect_serialized_eq",
+                 "interpreter.probe", "stablehlo.bitcast_convert", "stablehlo.tuple",
+                 "stablehlo.get_tuple_element", "stablehlo.optimization_barrier"}
+
+
+def _is_quantized(op: Operation) -> bool:
+    for v in op.operands:
+        if isinstance(v.type, TensorType) and isinstance(v.type.element_type, QuantizedType):
+            return True
+    for r in op.results:
+        if isinstance(r.type, TensorType) and isinstance(r.type.element_type, QuantizedType):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- ops about the program
+
+
+def _call(ev: Evaluator, op, frame, ctx):
+    callee = op.attributes["callee"].name
+    return ev.call_function(callee, [frame[v] for v in op.operands], ctx)
+
+
+def _while(ev: Evaluator, op, frame, ctx):
+    vals = [frame[v] for v in op.operands]
+    cond, body = op.regions
+    cb, bb = cond.blocks[0], body.blocks[0]
+    while True:
+        (c,) = ev.run_block(cb, vals, frame, ctx)
+        if not bool(np.asarray(c)):
+            return vals
+        vals = ev.run_block(bb, vals, frame, ctx)
+
+
+def _if(ev: Evaluator, op, frame, ctx):
+    pred = bool(np.asarray(frame[op.operands[0]]))
+    region = op.regions[0] if pred else op.regions[1]
+    return ev.run_block(region.blocks[0], [], frame, ctx)
+
+
+def _case(ev: Evaluator, op, frame, ctx):
+    index = int(np.asarray(frame[op.operands[0]]))
+    n = len(op.regions)
+    if index < 0 or index >= n:
+        index = n - 1  # spec: out-of-range index runs the last branch
+    return ev.run_block(op.regions[index].blocks[0], [], frame, ctx)
+
+
+def _composite(ev: Evaluator, op, frame, ctx):
+    callee = op.attributes["decomposition"].name
+    return ev.call_function(callee, [frame[v] for v in op.operands], ctx)
+
+
+def _custom_call(ev: Evaluator, op, frame, ctx):
+    target = op.attr("call_target_name")
+    from axle.interpreter.ops_check import CHECK_TARGETS
+    fn = CHECK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
+    if fn is None:
+        raise InterpreterError(f"{op.where()}: no custom call target '{target}' is registered "
+                               f"(register one with axle.interpreter.register_custom_call)")
+    call = ev.make_call(op, frame, ctx)
+    call.name = target
+    return ev.results_of(op, fn(call))
+
+
+def _run_parallel(ev: Evaluator, op, frame, ctx):
+    from axle.interpreter.collectives import run_parallel
+    programs = [[s.name for s in row.elements] for row in op.attributes["programs"].elements]
+    infeed = op.attr("infeed", [])
+    args = [frame[v] for v in op.operands]
+
+    def run_function(name, fargs, pctx):
+        return ev.call_function(name, fargs, pctx)
+
+    def num_inputs(name):
+        return len(ev.functions[name].function_type.inputs)
+
+    results, _grid = run_parallel(programs, args, run_function, num_inputs, infeed=infeed)
+    return ev.results_of(op, list(results))
+
+
+_SPECIAL = {
+    "func.call": _call, "stablehlo.while": _while, "stablehlo.if": _if, "stablehlo.case": _case,
+    "stablehlo.composite": _composite, "stablehlo.custom_call": _custom_call,
+    "interpreter.run_parallel": _run_parallel,
+}
+
+
+def interpret(module, *args, function: Optional[str] = None, ctx=None):
+    """Run `module`'s main function (or `function`) on numpy arrays with the reference
+    semantics. Returns one array for one result, a tuple for several, None for none."""
+    from axle.ir import parse_module
+    if isinstance(module, str):
+        module = parse_module(module)
+    ev = Evaluator(module)
+    fn = module.function(function) if function else module.main
+    args = check_arguments(fn, args)
+    if ctx is None:
+        from axle.interpreter.collectives import ExecContext
+        ctx = ExecContext.single_process(lambda name, a, c: ev.call_function(name, a, c))
+    out = ev.call_function(fn.sym_name, args, ctx)
+    if len(out) == 1:
+        return out[0]
+    return tuple(out) if out else None

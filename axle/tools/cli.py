@@ -1,0 +1,148 @@
+"""The `axle` command line.
+
+    axle opt FILE [-o OUT]            parse, verify and print a module
+    axle interpret FILE [--inputs x.npz] [--function NAME]
+                                      run a module with the reference interpreter
+    axle conformance PATH...          run StableHLO conformance programs
+    axle roundtrip PATH...            check parse -> print -> parse on .mlir files
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def cmd_opt(a) -> int:
+    from axle.ir import parse_module, print_module, split_cases
+    from axle.ir.verifier import verify
+    text = _read(a.file)
+    name = "<stdin>" if a.file == "-" else a.file
+    chunks = split_cases(text) if a.split_input_file else [(1, text)]
+    out = []
+    for _, chunk in chunks:
+        m = parse_module(chunk, name)
+        if not a.no_verify:
+            verify(m)
+        out.append(print_module(m, locations=not a.strip_locations))
+    result = "// -----\n".join(out)
+    if a.output:
+        with open(a.output, "w", encoding="utf-8") as fh:
+            fh.write(result)
+    else:
+        sys.stdout.write(result)
+    return 0
+
+
+def random_inputs(types, seed: int = 0) -> list:
+    """Random arrays for the given tensor types: normal floats, small ints, random bools."""
+    import numpy as np
+    from axle.ir.types import TensorType
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in types:
+        if not isinstance(t, TensorType) or not t.is_static:
+            raise ValueError(f"cannot make a random argument of type {t}; pass --inputs")
+        et = t.element_type
+        if getattr(et, "is_bool", False):
+            v = rng.integers(0, 2, t.shape).astype(bool)
+        elif getattr(et, "is_int", False):
+            v = rng.integers(0, 8, t.shape)
+        elif getattr(et, "is_complex", False):
+            v = rng.standard_normal(t.shape) + 1j * rng.standard_normal(t.shape)
+        else:
+            v = rng.standard_normal(t.shape)
+        out.append(np.asarray(v).astype(t.dtype))
+    return out
+
+
+def cmd_interpret(a) -> int:
+    import numpy as np
+    from axle.ir import parse_module
+    from axle.interpreter import interpret
+    m = parse_module(_read(a.file), a.file)
+    fn = m.function(a.function) if a.function else m.main
+    args = []
+    if a.inputs:
+        data = np.load(a.inputs)
+        args = [data[k] for k in (data.files if hasattr(data, "files") else [])]
+    elif fn.function_type.inputs:
+        args = random_inputs(fn.function_type.inputs, a.seed)
+        print(f"@{fn.sym_name}: no --inputs given; using random arguments (seed {a.seed})")
+    out = interpret(m, *args, function=fn.sym_name)
+    outs = out if isinstance(out, tuple) else (() if out is None else (out,))
+    for i, o in enumerate(outs):
+        arr = np.asarray(o)
+        print(f"result {i}: {arr.dtype}{list(arr.shape)}")
+        print(np.array2string(arr, threshold=64, edgeitems=3))
+    if a.outputs:
+        np.savez(a.outputs, *[np.asarray(o) for o in outs])
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(prog="axle", description="axle: an ML compiler for StableHLO",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("opt", help="parse, verify and print a module",
+                       description="Parse a StableHLO module, verify it and print it back.",
+                       epilog="example: axle opt model.mlir -o model.out.mlir")
+    p.add_argument("file", help=".mlir file ('-' for stdin)")
+    p.add_argument("-o", "--output", help="write here instead of stdout")
+    p.add_argument("--split-input-file", action="store_true", help="treat '// -----' parts as separate modules")
+    p.add_argument("--no-verify", action="store_true", help="skip the verifier")
+    p.add_argument("--strip-locations", action="store_true", help="do not print loc(...)")
+    p.set_defaults(fn=cmd_opt)
+
+    p = sub.add_parser("interpret", help="run a module with the reference interpreter",
+                       epilog="example: axle interpret model.mlir --inputs args.npz")
+    p.add_argument("file")
+    p.add_argument("--inputs", help=".npz file whose arrays (in order) are the arguments")
+    p.add_argument("--outputs", help="write the results to this .npz file")
+    p.add_argument("--function", help="function to run (default: @main)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random arguments used without --inputs")
+    p.set_defaults(fn=cmd_interpret)
+
+    sub.add_parser("conformance", help="run StableHLO conformance programs", add_help=False)
+    sub.add_parser("roundtrip", help="check that .mlir files print and parse back equal", add_help=False)
+
+    if argv and argv[0] == "conformance":
+        from axle.tools.conformance import main as conf_main
+        return conf_main(argv[1:])
+    if argv and argv[0] == "roundtrip":
+        from axle.tools.roundtrip import main as rt_main
+        return rt_main(argv[1:])
+    a = ap.parse_args(argv)
+    if not getattr(a, "fn", None):
+        ap.print_help()
+        return 2
+    from axle.ir.text.cursor import ParseError
+    try:
+        return a.fn(a)
+    except ParseError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except Exception as e:
+        from axle.interpreter.registry import InterpreterError
+        from axle.interpreter.evaluator import ArgumentError
+        try:
+            from axle.ir.verifier import VerificationError
+        except ImportError:  # pragma: no cover
+            VerificationError = ()
+        if isinstance(e, (InterpreterError, ArgumentError, VerificationError, OSError)):
+            print(f"axle {a.command}: error: {e}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""The conformance runner: runs StableHLO's test programs and counts what passes.
+
+Each .mlir file, or each `// -----` part of it, is one case. A case with check ops
+(`check.*`, `stablehlo.custom_call @check.*`) or with entry functions that take no
+arguments is a *run* case: it passes when its entry functions run and every check
+holds. A case whose @main takes arguments and has no check ops (all of
+testdata/dynamic/) is a *verify* case: it passes when it parses, verifies and
+round-trips through the printer (and, for a compiling backend, compiles).
+
+Cases run in worker processes (--jobs); one past --timeout counts as failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from axle.tools.roundtrip import mlir_files, roundtrip_case
+
+BACKENDS = ("interpreter",)
+
+
+@dataclass
+class Case:
+    file: str
+    line: int
+    index: int
+    text: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.file}:{self.line}" if self.index else self.file
+
+
+@dataclass
+class Result:
+    name: str
+    kind: str  # "run" | "verify"
+    status: str  # "passed" | "failed" | "skipped"
+    message: str = ""
+    seconds: float = 0.0
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def _has_checks(module) -> bool:
+    for op in module.walk():
+        if op.name.startswith("check.") or (op.name == "stablehlo.custom_call"
+                                            and str(op.attr("call_target_name", "")).startswith("check.")):
+            return True
+    return False
+
+
+def entry_functions(module) -> list[str]:
+    """@main if there is one; otherwise every public function without arguments."""
+    fns = module.functions
+    if "main" in fns:
+        return ["main"]
+    return [n for n, f in fns.items() if f.visibility == "public" and not f.function_type.inputs
+            and not f.is_declaration]
+
+
+def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
+    """Run one case in this process (with an alarm for the timeout)."""
+    t0 = time.perf_counter()
+    kind = "run"
+    old = signal.signal(signal.SIGALRM, _alarm) if timeout else None
+    if timeout:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        from axle.ir import parse_module
+        from axle.ir.verifier import verify
+        module = parse_module(case.text, case.file)
+        verify(module)
+        main = module.functions.get("main")
+        if main is not None and main.function_type.inputs and not _has_checks(module):
+            kind = "verify"
+            why = roundtrip_case(case.text, case.file)
+            if why is not None:
+                return Result(case.name, kind, "failed", why, time.perf_counter() - t0)
+            return Result(case.name, kind, "passed", "", time.perf_counter() - t0)
+        entries = entry_functions(module)
+        if not entries:
+            return Result(case.name, kind, "skipped", "no entry function (no @main and no public "
+                          "function without arguments)", time.perf_counter() - t0)
+        from axle.interpreter import interpret
+        from axle.interpreter.ops_check import reset_default_probes
+        reset_default_probes()
+        for e in entries:
+            fn = module.functions[e]
+            if fn.function_type.inputs:
+                return Result(case.name, kind, "skipped", f"@{e} takes arguments and nothing provides them",
+                              time.perf_counter() - t0)
+            interpret(module, function=e)
+        return Result(case.name, kind, "passed", "", time.perf_counter() - t0)
+    except _Timeout:
+        return Result(case.name, kind, "failed", f"timeout after {timeout:g} s", time.perf_counter() - t0)
+    except Exception as e:  # a failed case, whatever the error: report its first line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if not isinstance(e, (AssertionError,)) and type(e).__module__.startswith("axle") is False:
+            first = f"{type(e).__name__}: {first}"
+        return Result(case.name, kind, "failed", first[:500], time.perf_counter() - t0)
+    finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+
+
+def collect_cases(paths: list[str]) -> list[Case]:
+    from axle.ir import split_cases
+    cases = []
+    for f in mlir_files(paths):
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        parts = split_cases(text)
+        for i, (line, chunk) in enumerate(parts):
+            if not chunk.strip() or all(l.strip().startswith("//") or not l.strip() for l in chunk.splitlines()):
+                continue
+            cases.append(Case(f, line, i if len(parts) > 1 else 0, chunk))
+    return cases
+
+
+def _worker(args):
+    case, backend, passes, timeout = args
+    return run_case(case, backend, passes, timeout)
+
+
+def run_all(cases: list[Case], backend: str, passes: str, jobs: int, timeout: float,
+            progress: bool) -> list[Result]:
+    results: list[Result] = []
+    work = [(c, backend, passes, timeout) for c in cases]
+    # big cases first so that the pool's tail is short
+    work.sort(key=lambda w: -len(w[0].text))
+    t0 = time.perf_counter()
+
+    def show(n):
+        if progress:
+            failed = sum(r.status == "failed" for r in results)
+            sys.stderr.write(f"\r[{n}/{len(cases)}] {failed} failed, {time.perf_counter() - t0:.0f}s ")
+            sys.stderr.flush()
+
+    if jobs <= 1:
+        for w in work:
+            results.append(_worker(w))
+            show(len(results))
+    else:
+        ctx = mp.get_context("fork")
+        with ctx.Pool(jobs, maxtasksperchild=200) as pool:
+            for r in pool.imap_unordered(_worker, work, chunksize=4):
+                results.append(r)
+                show(len(results))
+    if progress:
+        sys.stderr.write("\n")
+    return results
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="axle conformance", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="example: axle conformance ../shared/conformance --jobs 2")
+    ap.add_argument("paths", nargs="+", help=".mlir files or folders of them")
+    ap.add_argument("--backend", default="interpreter", choices=BACKENDS, help="what runs the programs")
+    ap.add_argument("--passes", default="none", choices=("none",),
+                    help="optimization passes to run first (the pass pipeline is not built yet)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per case before it fails")
+    ap.add_argument("--json", metavar="FILE", help="write every case's result to FILE")
+    ap.add_argument("--quiet", action="store_true", help="no progress line")
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    cases = collect_cases(a.paths)
+    results = run_all(cases, a.backend, a.passes, a.jobs, a.timeout,
+                      progress=sys.stderr.isatty() and not a.quiet)
+    results.sort(key=lambda r: r.name)
+    for r in results:
+        if r.status == "failed":
+            print(f"FAILED {r.name}: {r.message}")
+    for r in results:
+        if r.status == "skipped":
+            print(f"SKIPPED {r.name}: {r.message}")
+    wall = time.perf_counter() - t0
+    for kind in ("run", "verify"):
+        rs = [r for r in results if r.kind == kind]
+        print(f"{kind} cases: {sum(r.status == 'passed' for r in rs)} passed, "
+              f"{sum(r.status == 'failed' for r in rs)} failed, {sum(r.status == 'skipped' for r in rs)} skipped")
+    print(f"backend {a.backend}, passes {a.passes}, {len(results)} cases in {wall:.1f}s with {a.jobs} jobs")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"backend": a.backend, "passes": a.passes, "seconds": wall,
+                       "results": [asdict(r) for r in results]}, fh, indent=1)
+    n_pass = sum(r.status == "passed" for r in results)
+    n_fail = sum(r.status == "failed" for r in results)
+    n_skip = sum(r.status == "skipped" for r in results)
+    print(f"conformance: {n_pass} passed, {n_fail} failed, {n_skip} skipped")
+    return 1 if n_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
