@@ -8,8 +8,8 @@ and each computes its own result.
 API for the evaluator
 ---------------------
 
-    run_parallel(programs, args, run_function, num_inputs, infeed=(), timeout=30.0)
-        -> (results, grid)
+    run_parallel(programs, args, run_function, num_inputs, infeed=(), timeout=30.0,
+                 probes=None) -> (results, grid)
 
       programs      nested list of function names, programs[replica_id][partition_id]
                     (the `programs` attribute of `interpreter.run_parallel`).
@@ -21,6 +21,9 @@ API for the evaluator
       infeed        the items of the grid's infeed queue, in order: a function name (the
                     `infeed` attribute of run_parallel; an `infeed` op evaluates it with
                     run_function(name, [], ctx) and takes its results) or a list of values.
+      probes        a ProbeStore to share (pass the calling context's `ctx.probes`), so that
+                    `interpreter.probe` values recorded by the processes can be checked by
+                    the caller; by default the grid has its own.
       returns       the results of all processes concatenated in row-major process order,
                     and the ProcessGrid (whose `outfeed` lists what outfeed ops wrote).
 
@@ -213,23 +216,30 @@ class ProcessGrid:
                        for i, job in enumerate(jobs)]
             for t in threads:
                 t.start()
-            for t in threads:
-                t.join()
+            try:
+                for t in threads:
+                    t.join()
+            except BaseException as error:  # e.g. a timeout signal: stop the waiting processes
+                self.fail(error)
+                raise
         if self._failure is not None:
             raise self._failure
         return [value for output in outputs for value in output]
 
 
 def run_parallel(programs, args, run_function, num_inputs, infeed=(),
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, probes: Optional[ProbeStore] = None):
     """Runs `programs` on a num_replicas x num_partitions grid; see the module docstring.
-    Returns (results, grid)."""
+    `probes` (e.g. the calling context's `ctx.probes`) is shared with the processes so that
+    values they probe can be checked after the run. Returns (results, grid)."""
     programs = [list(row) for row in programs]
     if not programs or not programs[0] or any(len(row) != len(programs[0]) for row in programs):
         raise InterpreterError("run_parallel: `programs` must be a non-empty rectangular "
                                "array of function names")
     grid = ProcessGrid(len(programs), len(programs[0]), run_function=run_function,
                        infeed=infeed, timeout=timeout)
+    if probes is not None:
+        grid.probes = probes
     return grid.run(programs, args, run_function, num_inputs), grid
 
 
@@ -528,6 +538,8 @@ def recv(call: OpCall):
 def infeed(call: OpCall):
     ctx = context_of(call)
     item = ctx.grid.pop_infeed(call.name)
+    if isinstance(getattr(item, "name", None), str):  # a symbol reference attribute
+        item = item.name
     if isinstance(item, str):
         if ctx.grid.run_function is None:
             raise call.error(f"cannot evaluate infeed function @{item}: no run_function")

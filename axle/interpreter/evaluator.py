@@ -13,8 +13,9 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from axle.ir.core import Block, Module, Operation, Region, Value
-from axle.ir.types import QuantizedType, TensorType, TupleType, TokenType, Type
-from axle.interpreter.registry import (TOKEN, InterpreterError, OpCall, lookup)
+from axle.ir.types import TensorType, Type
+from axle.interpreter.ops_quant import is_quantized_call, quantized_call
+from axle.interpreter.registry import InterpreterError, OpCall, lookup
 
 _CUSTOM_CALLS: dict[str, Callable[[OpCall], Any]] = {}
 
@@ -118,8 +119,7 @@ class Evaluator:
             raise InterpreterError(f"the interpreter has no implementation of {op.where()}")
         call = self.make_call(op, frame, ctx)
         try:
-            if _is_quantized(op) and name not in _QUANT_NATIVE:
-                from axle.interpreter.ops_quant import quantized_call
+            if is_quantized_call(call):
                 out = quantized_call(impl, call)
             else:
                 out = impl(call)
@@ -158,23 +158,6 @@ def _coerce(v, t: Type, op: Operation):
         if len(v.shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, v.shape)):
             raise InterpreterError(f"{op.where()} produced shape {list(v.shape)}, expected {t}")
     return v
-
-
-_QUANT_NATIVE = {"stablehlo.uniform_quantize", "stablehlo.uniform_dequantize", "stablehlo.constant",
-                 "check.expect_eq", "check.expect_eq_const", "check.expect_almost_eq",
-                 "check.expect_almost_eq_const", "check.expect_close", "check.expect_serialized_eq",
-                 "interpreter.probe", "stablehlo.bitcast_convert", "stablehlo.tuple",
-                 "stablehlo.get_tuple_element", "stablehlo.optimization_barrier"}
-
-
-def _is_quantized(op: Operation) -> bool:
-    for v in op.operands:
-        if isinstance(v.type, TensorType) and isinstance(v.type.element_type, QuantizedType):
-            return True
-    for r in op.results:
-        if isinstance(r.type, TensorType) and isinstance(r.type.element_type, QuantizedType):
-            return True
-    return False
 
 
 # ---------------------------------------------------------------- ops about the program
@@ -239,7 +222,8 @@ def _run_parallel(ev: Evaluator, op, frame, ctx):
     def num_inputs(name):
         return len(ev.functions[name].function_type.inputs)
 
-    results, _grid = run_parallel(programs, args, run_function, num_inputs, infeed=infeed)
+    probes = getattr(ctx, "probes", None)
+    results, _grid = run_parallel(programs, args, run_function, num_inputs, infeed=infeed, probes=probes)
     return ev.results_of(op, list(results))
 
 

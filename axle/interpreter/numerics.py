@@ -31,9 +31,10 @@ import numpy as np
 from axle.ir.types import ElementType, QuantizedType, TensorType, i64, int_range
 
 __all__ = [
-    "element_type", "is_quantized", "to_wide_int", "wrap_int", "to_compute", "round_float",
-    "cast_to", "reinterpret", "raw_bits", "from_raw_bits", "sign_extend", "total_order_key", "convert",
-    "float_to_int", "dequantize", "quantize", "float_info",
+    "element_type", "is_quantized", "has_sign_bit", "float_info",
+    "to_wide_int", "wrap_int", "sign_extend", "to_compute", "round_float", "cast_to",
+    "reinterpret", "raw_bits", "from_raw_bits", "total_order_key",
+    "convert", "float_to_int", "dequantize", "quantize",
 ]
 
 
@@ -50,11 +51,16 @@ def is_quantized(t) -> bool:
     return isinstance(element_type(t), QuantizedType)
 
 
+def has_sign_bit(et: ElementType) -> bool:
+    """Whether a float type has a sign bit (all but the unsigned f8E8M0FNU)."""
+    return et.name != "f8E8M0FNU"
+
+
 def float_info(et: ElementType) -> tuple[int, int]:
     """(exponent_bits, mantissa_bits) of a float element type; mantissa bits exclude the
     implicit leading one."""
     mantissa = int(ml_dtypes.finfo(et.dtype).nmant)
-    exponent = et.bitwidth - mantissa - (0 if et.name == "f8E8M0FNU" else 1)
+    exponent = et.bitwidth - mantissa - (1 if has_sign_bit(et) else 0)
     return exponent, mantissa
 
 
@@ -183,6 +189,8 @@ def total_order_key(x: np.ndarray, et: ElementType) -> np.ndarray:
     """int64 keys ordering float elements by IEEE-754 totalOrder:
     -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN."""
     bits = raw_bits(x, et)
+    if not has_sign_bit(et):
+        return bits.astype(np.int64)
     width = et.bitwidth
     sign = (bits >> np.uint64(width - 1)) & np.uint64(1)
     magnitude = (bits & np.uint64((1 << (width - 1)) - 1)).astype(np.int64)
@@ -216,7 +224,7 @@ def convert(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarray:
     if src.is_complex and not dst.is_complex:
         x, src = np.real(x.astype(np.complex128)), src.component
     if dst.is_bool:
-        return x != 0
+        return np.asarray((x if src.is_bool or src.is_int else to_compute(x, src)) != 0)
     if src.is_bool:
         x, src = x.astype(np.int64), i64
     if src.is_int:

@@ -30,11 +30,16 @@ StableHLO interpreter uses for them: expect_close within 0..3 ULPs, expect_almos
 tolerance 1e-3). The evaluator dispatches `stablehlo.custom_call` to
 `CHECK_TARGETS[call_target_name](call)`; they return the op's results as a list.
 
+`interpreter.print %x` prints the tensor to stdout (whole, under a lock).
+
 Probes: `interpreter.probe` records its operand in `ctx.probes` (the ProbeStore of the run's
 ProcessGrid, collectives.py) and returns it unchanged. A call without a context uses the
 module-level `DEFAULT_PROBES`, which `reset_default_probes()` clears.
 """
 from __future__ import annotations
+
+import sys
+import threading
 
 import numpy as np
 
@@ -65,11 +70,6 @@ def reset_default_probes() -> None:
 # ---------------------------------------------------------------- comparisons
 
 
-def _element_type(t):
-    et = t.element_type if isinstance(t, TensorType) else t
-    return et.storage_type if isinstance(et, QuantizedType) else et
-
-
 def _kind(value: np.ndarray) -> str:
     if value.dtype == np.bool_:
         return "bool"
@@ -98,15 +98,14 @@ def _same_shape(what: str, actual: np.ndarray, expected: np.ndarray) -> np.ndarr
     return expected
 
 
-def _report(what: str, bad: np.ndarray, actual, expected, limit: str = "",
-            extra: str = "") -> None:
+def _report(what: str, bad: np.ndarray, actual, expected, limit: str = "") -> None:
     """Raises CheckFailure if any element of `bad` is set."""
     if not bad.any():
         return
     index = tuple(int(i) for i in np.argwhere(bad)[0])
     message = (f"{what}: {int(bad.sum())} of {bad.size} elements differ{limit}; first at index "
                f"{index}: {_show(actual[index])} (actual) vs {_show(expected[index])} "
-               f"(expected){extra}")
+               f"(expected)")
     raise CheckFailure(message)
 
 
@@ -275,6 +274,21 @@ def check_expect_serialized_eq(call: OpCall):
                            f"expected {expected_type}")
     expect_eq(f"{call.name} (probe {probe_id!r}, iteration {iteration})", value,
               call.operands[0])
+    return []
+
+
+_PRINT_LOCK = threading.Lock()
+
+
+@register("interpreter.print")
+def print_op(call: OpCall):
+    """Prints `type {\n  values\n}` to stdout, one whole tensor at a time even when
+    processes of run_parallel print at once."""
+    value = np.asarray(call.operands[0])
+    shown = np.array2string(value, separator=", ", threshold=sys.maxsize,
+                            max_line_width=sys.maxsize)
+    with _PRINT_LOCK:
+        print(f"{call.operand_types[0]} {{\n  {shown}\n}}", flush=True)
     return []
 
 

@@ -18,7 +18,6 @@ import dataclasses
 import numpy as np
 import scipy.special
 
-from axle.interpreter import ops_elementwise  # noqa: F401  (registers the stablehlo ops)
 from axle.interpreter.numerics import from_raw_bits, raw_bits, round_float, to_compute, wrap_int
 from axle.interpreter.ops_elementwise import (
     arith, elementwise, float_map, operand_et, result_et,

@@ -10,7 +10,7 @@ import numpy as np
 
 from axle.interpreter.ops_indexing import gather_tensor
 from axle.interpreter.ops_shape import (
-    broadcast_to_shape, index_values, iota_tensor, pad_tensor, shape_values, slice_tensor,
+    broadcast_to_shape, fresh, index_values, iota_tensor, pad_tensor, shape_values, slice_tensor,
 )
 from axle.interpreter.registry import OpCall, register
 
@@ -50,7 +50,7 @@ def dynamic_reshape(call: OpCall):
     _check_rank(call, shape)
     if int(np.prod(shape)) != operand.size:
         raise call.error(f"cannot reshape {operand.shape} to {shape}")
-    return np.ascontiguousarray(operand).reshape(shape).copy()
+    return fresh(np.reshape(operand, shape))
 
 
 @register("stablehlo.dynamic_pad")

@@ -155,18 +155,11 @@ def int_divide(call, lhs, rhs):
     et = operand_et(call)
     a, b = to_wide_int(lhs, et), to_wide_int(rhs, et)
     by_zero = b == 0
-    safe_b = np.where(by_zero, 1, b).astype(b.dtype)
-    if not et.is_unsigned:  # int64 INT_MIN / -1 would trap; a / 1 gives the wrapped answer
-        safe_b = np.where((b == -1), 1, safe_b).astype(b.dtype)
-        a_for_div = np.where(b == -1, -a, a).astype(a.dtype)
-    else:
-        a_for_div = a
-    quotient = a_for_div // safe_b
-    inexact = (quotient * safe_b) != a_for_div
-    quotient = np.where(inexact & ((a_for_div < 0) != (safe_b < 0)), quotient + 1, quotient)
-    quotient = quotient.astype(a.dtype)
-    remainder = np.where(by_zero, a, a - quotient * b).astype(a.dtype)
+    b = np.where(by_zero, 1, b).astype(a.dtype)
+    remainder = np.fmod(a, b).astype(a.dtype)  # C's %: the sign of the dividend
+    quotient = ((a - remainder) // b).astype(a.dtype)  # an exact division
     quotient = np.where(by_zero, all_ones(a.dtype), quotient).astype(a.dtype)
+    remainder = np.where(by_zero, a, remainder).astype(a.dtype)
     return quotient, remainder
 
 

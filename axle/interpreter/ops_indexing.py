@@ -3,8 +3,9 @@
 Index computations are vectorized with numpy: for every element of a gather's result (or of a
 scatter's updates) we build the operand index the spec's formulas give, one int64 array per
 operand axis. Ops with a computation region (scatter, sort) call the region once per element
-(or per comparison) with 0-d arrays, in a fixed order: row-major over the updates for scatter,
-Python's stable merge sort (Timsort) for sort.
+(or per comparison) with 0-d arrays, in a fixed order: row-major over the updates for scatter;
+for sort, a stable merge sort (Python's Timsort), after trying a few numpy-computed guesses that
+the comparator can confirm with one call per adjacent pair.
 
 `gather_tensor` is shared with dynamic_gather (ops_dynamic.py).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from axle.interpreter.numerics import convert, total_order_key
-from axle.interpreter.ops_shape import index_values
+from axle.interpreter.ops_shape import fresh, index_values
 from axle.interpreter.registry import OpCall, register
 from axle.ir.types import ElementType, QuantizedType
 
@@ -105,7 +106,7 @@ def gather_tensor(call: OpCall, operand: np.ndarray, start_indices, dn: dict,
         else:
             permutation.append(next_batch)
             next_batch += 1
-    return np.ascontiguousarray(np.transpose(gathered, permutation))
+    return fresh(np.transpose(gathered, permutation))
 
 
 @register("stablehlo.gather")
@@ -205,7 +206,7 @@ def dynamic_slice(call: OpCall):
     operand, start_indices = call.operands[0], call.operands[1:]
     sizes = [int(s) for s in call.attrs["slice_sizes"]]
     starts = _clamped_starts(call, start_indices, operand.shape, sizes)
-    return np.ascontiguousarray(operand[tuple(slice(s, s + n) for s, n in zip(starts, sizes))])
+    return fresh(operand[tuple(slice(s, s + n) for s, n in zip(starts, sizes))])
 
 
 @register("stablehlo.dynamic_update_slice")
@@ -220,19 +221,56 @@ def dynamic_update_slice(call: OpCall):
 
 
 # ---------------------------------------------------------------- sort
+#
+# Each 1-D slice is sorted with the comparator. Calling the comparator region is by far the
+# costliest step, so before merge-sorting we try a few likely answers computed with numpy
+# (ascending or descending by one operand, lexicographic by all operands) and keep one
+# if the comparator confirms it with one call per adjacent pair (`_is_stable_sorted`). For a
+# strict weak order the stable sorted permutation is unique, so a confirmed guess is exactly
+# what the merge sort would give; any other comparator falls through to the merge sort.
 
 
-def _sorted_order(comparator, columns: list[list[np.ndarray]], n: int) -> list[int]:
-    """A stable ordering of positions 0..n-1 by `comparator(lhs0, rhs0, lhs1, rhs1, ...)`,
-    which returns true when the left side is less than the right side."""
+def _stable_descending(key: np.ndarray) -> np.ndarray:
+    """Positions ordered by descending key, equal keys in their original order."""
+    ascending_of_reversed = np.argsort(key[::-1], kind="stable")
+    return (len(key) - 1 - ascending_of_reversed)[::-1]
 
-    def less(i: int, j: int) -> bool:
-        args = []
-        for column in columns:
-            args.append(column[i])
-            args.append(column[j])
-        return bool(np.asarray(comparator(*args)[0]))
 
+def _ascending_keys(x: np.ndarray, et) -> list[np.ndarray]:
+    """Integer keys ordering a row of values ascending, the likely comparators' orders: for
+    floats, -0 == +0 with every NaN last (JAX's comparator), then IEEE totalOrder."""
+    if not isinstance(et, ElementType) or et.is_complex:
+        return []
+    if not et.is_float:
+        return [x.astype(np.uint64 if et.is_unsigned else np.int64)]
+    total = total_order_key(x, et)
+    canonical = np.where(total == -1, 0, total)  # -0 (key -1) ranks with +0
+    canonical = np.where(np.isnan(x.astype(np.float64)), np.iinfo(np.int64).max, canonical)
+    return [canonical, total]
+
+
+def _guessed_orders(values: list[np.ndarray], element_types) -> dict[str, np.ndarray]:
+    keys = [_ascending_keys(v, et) for v, et in zip(values, element_types)]
+    guesses = {}
+    for operand, operand_keys in enumerate(keys):
+        for i, key in enumerate(operand_keys):
+            guesses[f"ascending{operand}.{i}"] = np.argsort(key, kind="stable")
+            guesses[f"descending{operand}.{i}"] = _stable_descending(key)
+    if len(values) > 1 and all(keys):
+        guesses["lexicographic"] = np.lexsort([k[0] for k in reversed(keys)])
+    return guesses
+
+
+def _is_stable_sorted(less, order) -> bool:
+    """Whether `order` is the stable sort by `less`: no element is less than the one before
+    it, and equal neighbours keep their original order."""
+    for a, b in zip(order, order[1:]):
+        if (less(b, a) if a < b else not less(a, b)):
+            return False
+    return True
+
+
+def _merge_sorted(less, n: int) -> list[int]:
     class Key:
         __slots__ = ("position",)
 
@@ -243,6 +281,38 @@ def _sorted_order(comparator, columns: list[list[np.ndarray]], n: int) -> list[i
             return less(self.position, other.position)
 
     return sorted(range(n), key=Key)  # Timsort: a stable merge sort using only `<`
+
+
+class _RowSorter:
+    """Sorts rows with a comparator region, remembering which guess worked last."""
+
+    def __init__(self, comparator, element_types):
+        self.comparator = comparator
+        self.element_types = element_types
+        self.last_good = None
+
+    def order(self, values: list[np.ndarray]) -> list[int]:
+        columns = [[np.array(v) for v in column] for column in values]
+
+        def less(i: int, j: int) -> bool:
+            args = []
+            for column in columns:
+                args.append(column[i])
+                args.append(column[j])
+            return bool(np.asarray(self.comparator(*args)[0]))
+
+        guesses = _guessed_orders(values, self.element_types)
+        names = sorted(guesses, key=lambda name: name != self.last_good)
+        tried = set()
+        for name in names:
+            order = [int(i) for i in guesses[name]]
+            if tuple(order) in tried:
+                continue
+            tried.add(tuple(order))
+            if _is_stable_sorted(less, order):
+                self.last_good = name
+                return order
+        return _merge_sorted(less, len(values[0]))
 
 
 @register("stablehlo.sort")
@@ -259,12 +329,12 @@ def sort(call: OpCall):
     n = moved[0].shape[-1]
     rows = [x.reshape(-1, n) for x in moved]
     results = [np.empty_like(r) for r in rows]
+    sorter = _RowSorter(call.regions[0], [t.element_type for t in call.operand_types])
     for row in range(rows[0].shape[0]):
-        columns = [[np.array(v) for v in r[row]] for r in rows]
-        order = _sorted_order(call.regions[0], columns, n)
+        order = sorter.order([r[row] for r in rows])
         for result, r in zip(results, rows):
             result[row] = r[row][order]
-    return [np.ascontiguousarray(np.moveaxis(r.reshape(m.shape), -1, dimension))
+    return [fresh(np.moveaxis(r.reshape(m.shape), -1, dimension))
             for r, m in zip(results, moved)]
 
 
@@ -299,4 +369,4 @@ def top_k(call: OpCall):
     ascending = np.argsort(keys[..., ::-1], axis=-1, kind="stable")
     order = (n - 1 - ascending)[..., ::-1][..., :k]
     values = np.take_along_axis(x, order, axis=-1)
-    return [np.ascontiguousarray(values), order.astype(call.result_types[1].dtype)]
+    return [fresh(values), order.astype(call.result_types[1].dtype)]

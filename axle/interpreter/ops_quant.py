@@ -209,11 +209,13 @@ def requantize(x: np.ndarray, source: QuantizedType, target: QuantizedType,
 
     With f32 expressed types this is the reference lowering: `x * merged_scale + merged_zp`
     in f32, clamped to the storage range when the storage is narrower than 32 bits, rounded to
-    nearest even. Otherwise it is the spec's `quantize(dequantize(x))`."""
+    nearest even. With other expressed types, or between per-axis types of different
+    quantized dimensions, it is the spec's `quantize(dequantize(x))`."""
     storage = storage or target.storage_type
     if source == target:
         return wrap_int(np.asarray(x).astype(np.int64), storage)
-    if source.expressed_type != _F32 or target.expressed_type != _F32:
+    if source.expressed_type != _F32 or target.expressed_type != _F32 \
+            or _changes_quantized_dimension(source, target):
         return quantize(dequantize(x, source), target)
     x = np.asarray(x)
     merged_scale, merged_zp = _merged_scale_and_zero_point(source, target, x.ndim)
@@ -223,6 +225,12 @@ def requantize(x: np.ndarray, source: QuantizedType, target: QuantizedType,
     if storage.bitwidth < 32:
         value = np.clip(value, np.float32(target.min_value), np.float32(target.max_value))
     return float_to_int(np.rint(value), storage)
+
+
+def _changes_quantized_dimension(source: QuantizedType, target: QuantizedType) -> bool:
+    return _is_per_axis(source) and _is_per_axis(target) and (
+        source.quantized_dimension != target.quantized_dimension
+        or len(source.scales) != len(target.scales))
 
 
 def _merged_scale_and_zero_point(source: QuantizedType, target: QuantizedType, rank: int):

@@ -10,15 +10,21 @@ function at every position. `Body` decides:
 
 * when the callable exposes its IR region (`fn.region`, an axle.ir.core.Region), it is applied
   to arrays exactly when all of the region's ops are elementwise or 0-d constants;
-* otherwise it is applied to arrays on trial: the result must have the full shape and agree with
-  element-by-element calls at the first and last positions;
-* in every other case (and whenever the array call raises) it is called element by element.
+* when the region is not exposed (or calls a function) it is applied to arrays on trial: the
+  result must have the full shape and agree with element-by-element calls at the first and
+  last positions;
+* in every other case, and whenever the array call raises, it is called element by element.
 
-Reductions run as a tree over the reduced positions: neighbours are combined pairwise,
-`body(x[0], x[1]), body(x[2], x[3]), ...`, level by level, and the init value is combined last
-from the left: `body(init, total)`. That is one of the schedules the spec allows (a full binary
-tree whose in-order traversal is the elements in ascending index order with the init value
-interspersed), it is deterministic, and it needs only log2(n) array calls of the body.
+Array calls go through `fn.batched` when the callable has one (an evaluation that lets values
+carry extra dimensions, which the evaluator's per-op result shape checks would otherwise
+reject), else through `fn` itself.
+
+Reductions fold the reduced positions in ascending index order, starting from the init value:
+`body(...body(body(init, x0), x1)..., xk)`, one array call of the body per position (all output
+positions at once). That is the order of XLA and of the StableHLO reference interpreter, so
+float reductions round as theirs do; the spec allows any full binary tree whose in-order
+traversal is the elements in order with init values interspersed. Reductions longer than
+FOLD_BLOCK fold in blocks to bound the number of calls (see `reduce_last_axis`).
 
 Quantized tensors need nothing special here: these ops only move values and call the region,
 whose ops handle quantized types themselves.
@@ -29,14 +35,16 @@ import numpy as np
 
 from axle.interpreter.numerics import convert, element_type, is_quantized
 from axle.interpreter.ops_shape import pad_tensor
-from axle.interpreter.registry import InterpreterError, OpCall, register
+from axle.interpreter.registry import OpCall, register
 from axle.ir import ops as op_table
 
 # ---------------------------------------------------------------- applying regions
 
 
 def _region_is_elementwise(fn):
-    """True / False when the callable exposes its IR region, None when it does not."""
+    """True when the callable exposes its IR region and every op in it is elementwise on 0-d
+    values (or a 0-d constant); None when that is not known (no region exposed, or the region
+    calls a function); False otherwise."""
     region = getattr(fn, "region", None)
     if region is None or not hasattr(region, "blocks"):
         return None
@@ -45,16 +53,19 @@ def _region_is_elementwise(fn):
     block = region.blocks[0]
     if any(getattr(a.type, "shape", None) != () for a in block.arguments):
         return False
+    verdict = True
     for op in block.operations:
         opdef = op_table.lookup(op.name)
         if opdef is not None and opdef.has(op_table.TERMINATOR):
             continue
         if op.regions or any(getattr(t, "shape", None) != () for t in op.result_types):
             return False
-        if op.name not in ("stablehlo.constant", "chlo.constant") and not (
+        if op.name == "func.call":
+            verdict = None  # the callee's body decides: try it on arrays, then spot-check
+        elif op.name not in ("stablehlo.constant", "chlo.constant") and not (
                 opdef is not None and opdef.has(op_table.ELEMENTWISE)):
             return False
-    return True
+    return verdict
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -72,6 +83,8 @@ class Body:
     def __init__(self, call: OpCall, index: int, dtypes):
         self.call = call
         self.fn = call.regions[index]
+        # an evaluator may offer a variant that takes arrays with extra dimensions
+        self.array_fn = getattr(self.fn, "batched", self.fn)
         self.dtypes = [np.dtype(d) for d in dtypes]
         self.vectorize = _region_is_elementwise(self.fn)  # None: not known yet
         self.verified = self.vectorize is True
@@ -100,13 +113,9 @@ class Body:
     def _try_arrays(self, full, shape):
         try:
             with np.errstate(all="ignore"):
-                result = self._results(self.fn(*full))
-        except InterpreterError:
-            if self.verified:
-                raise
-            return None
-        except Exception:  # noqa: BLE001 - a region that is not elementwise may fail anywhere
-            return None
+                result = self._results(self.array_fn(*full))
+        except Exception:  # noqa: BLE001 - any failure on arrays: evaluate element by element,
+            return None    # where a genuine error shows up again
         if any(r.shape != shape for r in result):
             return None
         if not self.verified:
@@ -126,25 +135,49 @@ class Body:
         return outs
 
 
+FOLD_BLOCK = 256  # reductions longer than this fold in blocks (see reduce_last_axis)
+
+
+def _fold(body: Body, values: list[np.ndarray], accumulators=None) -> list[np.ndarray]:
+    """Left fold along the last axis: body(...body(body(acc, x0), x1)..., xk); without
+    accumulators the fold starts from x0."""
+    k = values[0].shape[-1]
+    if accumulators is None:
+        accumulators, first = [v[..., 0] for v in values], 1
+    else:
+        accumulators, first = [np.broadcast_to(a, values[0].shape[:-1]) for a in accumulators], 0
+    for i in range(first, k):
+        accumulators = body(*accumulators, *[v[..., i] for v in values])
+    return accumulators
+
+
 def reduce_last_axis(body: Body, values: list[np.ndarray], inits: list[np.ndarray]) -> list[np.ndarray]:
-    """Reduces N arrays of shape (..., K) along their last axis with `body`, pairwise as a tree,
-    the init values combined last from the left. With K = 0 the result is the init values."""
+    """Reduces N arrays of shape (..., K) along their last axis with `body` and the init values.
+
+    Up to FOLD_BLOCK elements are folded in order, starting from the init value:
+    `body(...body(body(init, x0), x1)..., xk)`, the order XLA and the StableHLO reference
+    interpreter use. Longer reductions are cut into blocks of FOLD_BLOCK consecutive
+    elements, each block is folded (all blocks at once, one array call per position), and
+    the block results are reduced the same way. That is still a schedule the spec allows
+    (the tree's in-order traversal is the init value, then every element in order), and it
+    needs about FOLD_BLOCK calls per level instead of K.
+    """
     n = len(values)
+    k = values[0].shape[-1]
     batch = values[0].shape[:-1]
-    if values[0].shape[-1] == 0:
+    if k == 0:
         return [np.ascontiguousarray(np.broadcast_to(init, batch)).astype(d)
                 for init, d in zip(inits, body.dtypes)]
-    while values[0].shape[-1] > 1:
+    while k > FOLD_BLOCK:
+        blocks = k // FOLD_BLOCK
+        head = [v[..., :blocks * FOLD_BLOCK].reshape(batch + (blocks, FOLD_BLOCK)) for v in values]
+        partials = _fold(body, head)
+        if k % FOLD_BLOCK:
+            tail = _fold(body, [v[..., blocks * FOLD_BLOCK:] for v in values])
+            partials = [np.concatenate([p, t[..., None]], axis=-1) for p, t in zip(partials, tail)]
+        values = partials
         k = values[0].shape[-1]
-        even = k - k % 2
-        left = [v[..., 0:even:2] for v in values]
-        right = [v[..., 1:even:2] for v in values]
-        combined = body(*left, *right)
-        if k % 2:
-            combined = [np.concatenate([c, v[..., k - 1:]], axis=-1) for c, v in zip(combined, values)]
-        values = combined
-    totals = [v[..., 0] for v in values]
-    return body(*[np.broadcast_to(init, batch) for init in inits], *totals)[:n]
+    return _fold(body, values, inits)[:n]
 
 
 def to_body_type(call: OpCall, x: np.ndarray, source_type, target_type) -> np.ndarray:
@@ -239,23 +272,18 @@ def reduce_window(call: OpCall):
 
 
 def _select_in_windows(select: Body, values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """For every window (last axis) the operand index that `select` picks: a pairwise tree of
-    `select(a, b) ? a : b`, skipping padding (index -1). -1 where a window holds only padding."""
-    while values.shape[-1] > 1:
-        k = values.shape[-1]
-        even = k - k % 2
-        a, b = values[..., 0:even:2], values[..., 1:even:2]
-        ia, ib = index[..., 0:even:2], index[..., 1:even:2]
-        (pick_a,) = select(a, b)
-        pick_a = np.where(ia < 0, False, np.where(ib < 0, True, pick_a.astype(bool)))
-        new_values, new_index = np.where(pick_a, a, b), np.where(pick_a, ia, ib)
-        if k % 2:
-            new_values = np.concatenate([new_values, values[..., k - 1:]], axis=-1)
-            new_index = np.concatenate([new_index, index[..., k - 1:]], axis=-1)
-        values, index = new_values, new_index
+    """For every window (last axis) the operand index that `select` picks, folding in order:
+    the current choice is kept when `select(current, next)` is true, else `next` replaces it.
+    Padding (index -1) is never chosen; -1 where a window holds only padding."""
     if values.shape[-1] == 0:
         return np.full(values.shape[:-1], -1, np.int64)
-    return index[..., 0]
+    current, chosen = values[..., 0], index[..., 0]
+    for i in range(1, values.shape[-1]):
+        (keep,) = select(current, values[..., i])
+        keep = np.where(chosen < 0, False, np.where(index[..., i] < 0, True, keep.astype(bool)))
+        current = np.where(keep, current, values[..., i])
+        chosen = np.where(keep, chosen, index[..., i])
+    return chosen
 
 
 def scatter_to(scatter: Body, init: np.ndarray, size: int, targets: np.ndarray, values: np.ndarray):
@@ -320,12 +348,24 @@ def map_op(call: OpCall):
 
 
 def _scan_split(call: OpCall, length: int, dimension: int) -> tuple[int, int]:
-    """(number of inputs, number of outputs) of a chlo.scan; the rest are carries."""
+    """(number of inputs, number of outputs) of a chlo.scan; the other operands and results
+    are the carries. Read from `operandSegmentSizes` when the op has it; else from the body's
+    argument types when the region is exposed (an input's argument drops `dimension`, a
+    carry's argument has the init's type); else the outputs are taken to be the leading
+    results whose dimension `dimension` has the scanned length."""
     segments = call.attrs.get("operandSegmentSizes", call.attrs.get("operand_segment_sizes"))
     if segments is not None:
         n_inputs, n_carries = (int(s) for s in segments)
         return n_inputs, len(call.result_types) - n_carries
-    # Without segment sizes: outputs are the leading results stacked along `dimension`.
+    n_operands, n_results = len(call.operands), len(call.result_types)
+    region = getattr(call.regions[0], "region", None)
+    if region is not None:
+        arg_shapes = [tuple(a.type.shape) for a in region.blocks[0].arguments]
+        for n_inputs in range(1, n_operands + 1):
+            sliced = [tuple(np.delete(np.shape(x), dimension)) for x in call.operands[:n_inputs]]
+            carried = [tuple(np.shape(x)) for x in call.operands[n_inputs:]]
+            if arg_shapes == sliced + carried:
+                return n_inputs, n_results - (n_operands - n_inputs)
     n_outputs = 0
     for t in call.result_types:
         shape = getattr(t, "shape", ())
@@ -333,8 +373,7 @@ def _scan_split(call: OpCall, length: int, dimension: int) -> tuple[int, int]:
             n_outputs += 1
         else:
             break
-    n_carries = len(call.result_types) - n_outputs
-    return len(call.operands) - n_carries, n_outputs
+    return n_operands - (n_results - n_outputs), n_outputs
 
 
 @register("chlo.scan")

@@ -1,14 +1,14 @@
 """Data-movement ops: constants, iota, broadcasts, reshapes, transposes, slices,
 concatenation, padding, reversal, tuples, tokens and barriers.
 
-Every op here moves or copies elements without computing on them, so it works on the stored
-values of any element type (quantized tensors included: their storage integers move as they
-are). Shapes come from the operands wherever the spec defines them that way; only the ops
-whose result shape is given by the result type alone (constant, iota, broadcast_in_dim,
-reshape) read the result type, and those reject a dynamic (`?`) dimension they cannot infer.
+Every op here moves or copies elements without computing on them, so it works alike on the
+stored values of every element type (for quantized tensors, their storage integers). Shapes
+come from the operands wherever the spec defines them that way; only the ops whose result
+shape is given by the result type alone (constant, iota, broadcast_in_dim, reshape) read the
+result type, and those reject a dynamic (`?`) dimension they cannot infer.
 
-The helpers `broadcast_to_shape`, `pad_tensor`, `iota_tensor` and `index_values` are shared
-with ops_dynamic.py and ops_indexing.py.
+The helpers `broadcast_to_shape`, `pad_tensor`, `iota_tensor`, `slice_tensor`, `index_values`,
+`shape_values` and `fresh` are shared with ops_dynamic.py and ops_indexing.py.
 """
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ from axle.interpreter.registry import TOKEN, OpCall, register
 from axle.ir.types import ElementType, QuantizedType, TensorType, i64
 
 # ---------------------------------------------------------------- shared helpers
+
+
+def fresh(x) -> np.ndarray:
+    """A new C-contiguous copy of `x` (0-d arrays stay 0-d, unlike np.ascontiguousarray)."""
+    return np.array(x, order="C")
 
 
 def index_values(x) -> np.ndarray:
@@ -62,7 +67,7 @@ def broadcast_to_shape(call: OpCall, x: np.ndarray, dims, shape) -> np.ndarray:
     for d in order:
         expanded[dims[d]] = x.shape[d]
     aligned = np.transpose(x, order).reshape(expanded)
-    return np.ascontiguousarray(np.broadcast_to(aligned, shape))
+    return fresh(np.broadcast_to(aligned, shape))
 
 
 def iota_tensor(call: OpCall, shape, iota_dimension: int, result_type) -> np.ndarray:
@@ -76,7 +81,7 @@ def iota_tensor(call: OpCall, shape, iota_dimension: int, result_type) -> np.nda
     if isinstance(et, QuantizedType):
         expressed = round_float(index.astype(np.float64), et.expressed_type)
         return quantize(expressed, et)
-    return np.ascontiguousarray(convert(index, i64, et))
+    return fresh(convert(index, i64, et))
 
 
 def pad_tensor(call: OpCall, x: np.ndarray, padding_value, low, high, interior) -> np.ndarray:
@@ -99,7 +104,7 @@ def pad_tensor(call: OpCall, x: np.ndarray, padding_value, low, high, interior) 
         if stop < start:
             raise call.error(f"padding low={low} high={high} gives a negative dimension size")
         crop.append(slice(start, stop))
-    return np.ascontiguousarray(out[tuple(crop)])
+    return fresh(out[tuple(crop)])
 
 
 def _coerce_constant(value: np.ndarray, et) -> np.ndarray:
@@ -125,7 +130,7 @@ def constant(call: OpCall):
     if not isinstance(t, TensorType):
         return value
     value = _coerce_constant(value, t.element_type)
-    shape = static_shape(call, t) if t.is_static else value.shape
+    shape = tuple(t.shape) if t.is_static else value.shape
     if value.shape != tuple(shape):
         if value.size == 1:  # a splat
             return np.full(shape, value.reshape(()), dtype=value.dtype)
@@ -186,7 +191,7 @@ def reshape(call: OpCall):
         raise call.error(f"cannot infer the dynamic dimensions of {call.result_type}")
     if int(np.prod(shape)) != x.size:
         raise call.error(f"cannot reshape {x.shape} to {tuple(shape)}")
-    return np.ascontiguousarray(x).reshape(shape).copy()
+    return fresh(np.reshape(x, shape))
 
 
 @register("stablehlo.transpose")
@@ -195,7 +200,7 @@ def transpose(call: OpCall):
     permutation = [int(p) for p in call.attrs.get("permutation", range(x.ndim))]
     if sorted(permutation) != list(range(x.ndim)):
         raise call.error(f"invalid permutation {permutation} for rank {x.ndim}")
-    return np.ascontiguousarray(np.transpose(x, permutation))
+    return fresh(np.transpose(x, permutation))
 
 
 @register("stablehlo.slice")
@@ -214,7 +219,7 @@ def slice_tensor(call: OpCall, x: np.ndarray, starts, limits, strides) -> np.nda
     for start, limit, stride, size in zip(starts, limits, strides, x.shape):
         if not (0 <= start <= limit <= size and stride > 0):
             raise call.error(f"invalid slice {start}:{limit}:{stride} of a dimension of size {size}")
-    return np.ascontiguousarray(x[tuple(slice(s, l, st) for s, l, st in zip(starts, limits, strides))])
+    return fresh(x[tuple(slice(s, l, st) for s, l, st in zip(starts, limits, strides))])
 
 
 @register("stablehlo.concatenate")
@@ -237,7 +242,7 @@ def pad(call: OpCall):
 def reverse(call: OpCall):
     x = call.operands[0]
     dims = tuple(int(d) for d in call.attrs.get("dimensions", []))
-    return np.ascontiguousarray(np.flip(x, axis=dims)) if dims else np.array(x, copy=True)
+    return fresh(np.flip(x, axis=dims))
 
 
 @register("stablehlo.get_dimension_size")

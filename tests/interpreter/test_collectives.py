@@ -87,7 +87,8 @@ def test_process_groups_padding_empty_and_out_of_grid_ids():
 def test_replica_and_partition_ids():
     def ids(args, ctx):
         t = tensor((), "ui32")
-        return [op("stablehlo.replica_id", [], [t], ctx), op("stablehlo.partition_id", [], [t], ctx)]
+        return [op("stablehlo.replica_id", [], [t], ctx),
+                op("stablehlo.partition_id", [], [t], ctx)]
 
     results, _ = run([[ids, ids, ids], [ids, ids, ids]], [], num_inputs=0)
     got = [(int(r), int(p)) for r, p in zip(results[::2], results[1::2])]
@@ -461,3 +462,13 @@ def test_process_outside_every_group_is_an_error():
 
     with pytest.raises(InterpreterError, match="no process group"):
         run([[fn], [fn]], [i64(1), i64(2)])
+
+
+def test_run_parallel_shares_the_callers_probes():
+    outer = ExecContext.single_process()
+
+    def fn(args, ctx):
+        return [op("interpreter.probe", args, [tensor((), "i64")], ctx, {"probe_id": "x"})]
+
+    run([[fn], [fn]], [np.int64(1), np.int64(1)], probes=outer.probes)
+    assert outer.probes.count("x") == 2

@@ -432,3 +432,64 @@ def test_top_k_rejects_large_k():
     with pytest.raises(InterpreterError):
         run("chlo.top_k", [np.zeros(3, np.float32)], {"k": 4},
             [tensor_type(np.zeros(4, np.float32)), tensor_type(np.zeros(4, np.int32))])
+
+
+def test_rank_0_dynamic_slices():
+    x = np.array(7, np.int8)
+    out = run("stablehlo.dynamic_slice", [x], {"slice_sizes": []})
+    assert isinstance(out, np.ndarray) and out.shape == () and out == 7
+    out = run("stablehlo.dynamic_update_slice", [x, np.array(3, np.int8)])
+    assert isinstance(out, np.ndarray) and out.shape == () and out == 3
+
+
+def _total_order(x):
+    bits = x.astype(np.float64).view(np.int64)
+    return np.where(bits < 0, -(bits & np.int64(2**63 - 1)) - 1, bits)
+
+
+def jax_float_less(a, b):
+    """JAX's float comparator: -0 == +0, NaNs equal to each other and above everything."""
+    def canon(v):
+        v = np.float64(v)
+        return (2, 0.0) if np.isnan(v) else (1, v + 0.0)
+    return canon(a) < canon(b)
+
+
+SORT_COMPARATORS = {
+    "jax_float": (lambda a, b: jax_float_less(a, b), 1),
+    "total_order": (lambda a, b: _total_order(np.asarray(a)) < _total_order(np.asarray(b)), 1),
+    "greater": (lambda a, b: float(a) > float(b) if not np.isnan(float(a) + float(b)) else False, 1),
+    "by_magnitude": (lambda a, b: abs(float(a)) < abs(float(b)), 1),
+    "second_desc": (lambda a0, b0, a1, b1: a1 > b1, 2),
+    "lexicographic": (lambda a0, b0, a1, b1: (float(a0), int(a1)) < (float(b0), int(b1)), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORT_COMPARATORS))
+def test_sort_matches_a_plain_stable_sort(name):
+    import functools
+    fn, arity = SORT_COMPARATORS[name]
+    rng = np.random.default_rng(4)
+    pool = np.array([0.0, -0.0, 1.5, -1.5, 2.0, np.nan, -np.nan, np.inf], np.float32)
+    keys = rng.choice(pool, size=(3, 24)).astype(np.float32)
+    if name in ("greater", "by_magnitude"):
+        keys = np.where(np.isnan(keys), 1.0, keys).astype(np.float32)  # strict weak orders only
+    second = rng.integers(0, 3, size=(3, 24)).astype(np.int32)
+    position = np.tile(np.arange(24, dtype=np.int32), (3, 1))
+    operands = [keys, second, position][:arity] + [position]
+
+    def comparator(*args):
+        assert all(a.shape == () for a in args)
+        return [np.asarray(bool(fn(*args[:2 * arity])))]
+
+    out = run("stablehlo.sort", operands, {"dimension": 1, "is_stable": True},
+              regions=[comparator])
+    for row in range(3):
+        def cmp(i, j, row=row):
+            def less(p, q):
+                return fn(*[o[row, k] for o in operands[:arity] for k in (p, q)])
+            return -1 if less(i, j) else 1 if less(j, i) else 0
+
+        expected = sorted(range(24), key=functools.cmp_to_key(cmp))
+        np.testing.assert_array_equal(out[-1][row], expected)
+        np.testing.assert_array_equal(out[0][row].view(np.int32), keys[row][expected].view(np.int32))

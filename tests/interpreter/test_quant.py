@@ -1,6 +1,5 @@
 """Quantization: uniform_quantize / uniform_dequantize and quantized_call (ops_quant.py)."""
 import numpy as np
-import pytest
 
 from axle.ir.types import QuantizedType, TensorType, element_type, tensor
 from axle.interpreter import ops_quant
@@ -369,3 +368,16 @@ def test_native_ops_are_not_routed():
     assert "stablehlo.all_reduce" in ops_quant.NATIVE_OPS
     q = qtensor([2], qtype(scales=(0.5,)))
     assert not is_quantized_call(call("stablehlo.all_reduce", [[1, 2]], [q], [q]))
+
+
+def test_requantize_between_per_tensor_and_per_axis_and_across_axes():
+    per_tensor = qtype(scales=(0.5,), zero_points=(0,))
+    per_axis = qtype(scales=(0.25, 1.0), zero_points=(1, -1), axis=1)
+    x = np.int8([[2, 4], [-6, 8]])  # 1, 2, -3, 4
+    np.testing.assert_array_equal(requantize(x, per_tensor, per_axis), [[5, 1], [-11, 3]])
+    np.testing.assert_array_equal(requantize(np.int8([[5, 1], [-11, 3]]), per_axis, per_tensor),
+                                  x)
+    other_axis = qtype(scales=(0.25, 1.0), zero_points=(0, 0), axis=0)
+    # dequantized [[1, 2], [-3, 4]] quantized along dimension 0
+    np.testing.assert_array_equal(requantize(np.int8([[5, 1], [-11, 3]]), per_axis, other_axis),
+                                  [[4, 8], [-3, 4]])

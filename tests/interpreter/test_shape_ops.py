@@ -270,3 +270,20 @@ def test_dynamic_iota():
     with pytest.raises(InterpreterError):
         run("stablehlo.dynamic_iota", [np.array([3, 3], np.int64)], {"iota_dimension": 0},
             [tensor((None, 2), "f32")])
+
+
+def test_rank_0_tensors_stay_rank_0():
+    x = np.array(2.5, np.float32)
+    scalar = tensor((), "f32")
+    results = [
+        run("stablehlo.broadcast_in_dim", [x], {"broadcast_dimensions": []}, [scalar]),
+        run("stablehlo.reshape", [x], {}, [scalar]),
+        run("stablehlo.transpose", [x], {"permutation": []}),
+        run("stablehlo.slice", [x], {"start_indices": [], "limit_indices": [], "strides": []}),
+        run("stablehlo.reverse", [x], {"dimensions": []}),
+        run("stablehlo.pad", [x, np.array(0, np.float32)], {"edge_padding_low": [],
+            "edge_padding_high": [], "interior_padding": []}),
+        run("stablehlo.constant", [], {"value": x}, [scalar]),
+    ]
+    for out in results:
+        assert isinstance(out, np.ndarray) and out.shape == () and out == 2.5
