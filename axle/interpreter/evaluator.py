@@ -88,28 +88,41 @@ class Evaluator:
             raise InterpreterError(f"function @{name} has no body")
         return self.run_block(fn.body, list(args), {}, ctx)
 
-    def run_block(self, block: Block, args: list, frame: dict, ctx) -> list:
+    def run_block(self, block: Block, args: list, frame: dict, ctx, batched: bool = False) -> list:
+        """Run a block's ops; returns the operands of its terminator.
+
+        `batched`: the block's scalar ops are applied to whole arrays at once (used by
+        reductions whose bodies are elementwise); result shapes are then not checked.
+        """
         for a, v in zip(block.arguments, args):
             frame[a] = v
         for op in block.operations:
             name = op.name
             if name == "func.return" or name == "stablehlo.return":
                 return [frame[v] for v in op.operands]
-            results = self.eval_op(op, frame, ctx)
+            results = self.eval_op(op, frame, ctx, batched)
             for r, v in zip(op.results, results):
                 frame[r] = v
         return []
 
     def region_callable(self, region: Region, frame: dict, ctx) -> Callable:
+        """The region as a function of its block arguments. It also carries `.region` (the
+        IR, so that callers can see whether the body is elementwise) and `.batched(*arrays)`,
+        which evaluates an elementwise body on whole arrays."""
         block = region.blocks[0]
 
         def run(*args):
             return self.run_block(block, list(args), frame, ctx)
 
+        def batched(*args):
+            return self.run_block(block, list(args), dict(frame), ctx, batched=True)
+
+        run.region = region
+        run.batched = batched
         return run
 
     # -- ops
-    def eval_op(self, op: Operation, frame: dict, ctx) -> list:
+    def eval_op(self, op: Operation, frame: dict, ctx, batched: bool = False) -> list:
         name = op.name
         special = _SPECIAL.get(name)
         if special is not None:
@@ -128,7 +141,7 @@ class Evaluator:
         except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError,
                 AttributeError, FloatingPointError, np.linalg.LinAlgError) as e:
             raise InterpreterError(f"{op.where()}: {type(e).__name__}: {e}") from e
-        return self.results_of(op, out)
+        return self.results_of(op, out, check_shapes=not batched)
 
     def make_call(self, op: Operation, frame: dict, ctx) -> OpCall:
         return OpCall(name=op.name, operands=[frame[v] for v in op.operands],
@@ -139,7 +152,7 @@ class Evaluator:
                       ctx=ctx, location=op.location.short() if op.location is not None else "")
 
     @staticmethod
-    def results_of(op: Operation, out) -> list:
+    def results_of(op: Operation, out, check_shapes: bool = True) -> list:
         n = len(op.results)
         if n == 0:
             return []
@@ -148,13 +161,15 @@ class Evaluator:
         out = list(out)
         if len(out) != n:
             raise InterpreterError(f"{op.where()} produced {len(out)} values for {n} results")
-        return [_coerce(v, r.type, op) for v, r in zip(out, op.results)]
+        return [_coerce(v, r.type, op, check_shapes) for v, r in zip(out, op.results)]
 
 
-def _coerce(v, t: Type, op: Operation):
+def _coerce(v, t: Type, op: Operation, check_shapes: bool = True):
     if isinstance(t, TensorType):
         if not isinstance(v, np.ndarray) or v.dtype != t.dtype:
             v = np.asarray(v).astype(t.dtype) if not isinstance(v, np.ndarray) else v.astype(t.dtype)
+        if not check_shapes:
+            return v
         if len(v.shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, v.shape)):
             raise InterpreterError(f"{op.where()} produced shape {list(v.shape)}, expected {t}")
     return v

@@ -1,4 +1,4 @@
-"""Contractions and linear algebra: dot_general, dot, convolution, dynamic_conv, fft,
+"""Contractions and linear algebra: dot_general, dot, einsum, convolution, dynamic_conv, fft,
 triangular_solve, cholesky, the batch_norm ops and chlo.ragged_dot (spec.md, one section per op).
 
 Arithmetic: operands are brought to the form the result type computes in (`contraction_form`).
@@ -7,9 +7,9 @@ wrapping once at the end); integer operands are first converted to the result ty
 `convert` would (i8 x i8 -> i32). Boolean contractions are `or` of `and`s, so the sum of
 products is compared with zero. Float results accumulate in float32 (complex64) when their
 components have at most 32 bits, else in float64 (complex128), adding one product at a time in
-the order of the contracting index: the reference interpreter's order and XLA's loops, so
-results with cancellation round as theirs do. f16/bf16/f8 therefore accumulate in f32 and are
-rounded once at the end.
+the order of the contracting index, as the reference interpreter and XLA's loops do (large
+contractions run as one float64 BLAS matmul instead: see `accumulation`). f16/bf16/f8 therefore
+accumulate in f32 and are rounded once at the end.
 
 Quantized operands: dot_general, convolution and the other ops here compute on values, not on
 storage integers; they are wrapped with dequantize -> op -> quantize by ops_quant.py. Should a
@@ -53,13 +53,32 @@ def contraction_form(x, src, dst) -> np.ndarray:
     return x.astype(np.float32 if narrow else np.float64)
 
 
-def accumulate_products(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """acc (..., M, N) plus the products of a (..., M, K) and b (..., K, N). Integers use an
-    exact (wrapping) matmul; floats add one product at a time in k order, each product and sum
-    rounded to acc's type, as XLA's loops and the reference interpreter do."""
-    if acc.dtype.kind in "iu":
-        return acc + np.matmul(a, b)
+SEQUENTIAL_LIMIT = 1 << 24  # multiply-adds up to which float contractions add one by one
+
+
+def accumulation(dtype, multiply_adds: int) -> tuple[np.dtype, bool]:
+    """(accumulator dtype, whether to add products one at a time) for a contraction of
+    values of `dtype` with `multiply_adds` products in all.
+
+    Integers use an exact (wrapping) matmul. Floats add one product at a time, in the order of
+    the contracting index, each product and sum rounded to the contraction form's type: the
+    reference interpreter's order and XLA's loops, so results with cancellation round as theirs
+    do. Past SEQUENTIAL_LIMIT that costs seconds in numpy, so larger float contractions run as
+    one BLAS matmul in float64 (complex128) instead, rounded once at the end: more precise, and
+    still deterministic for a given shape."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return dtype, False
+    if multiply_adds <= SEQUENTIAL_LIMIT:
+        return dtype, True
+    return np.dtype(np.complex128 if dtype.kind == "c" else np.float64), False
+
+
+def accumulate_products(acc: np.ndarray, a: np.ndarray, b: np.ndarray, sequential: bool) -> np.ndarray:
+    """acc (..., M, N) plus the products of a (..., M, K) and b (..., K, N), in acc's dtype."""
     with np.errstate(all="ignore"):
+        if not sequential:
+            return acc + np.matmul(a.astype(acc.dtype), b.astype(acc.dtype))
         for k in range(a.shape[-1]):
             acc = acc + a[..., :, k, None] * b[..., None, k, :]
     return acc
@@ -88,8 +107,9 @@ def contract(lhs, rhs, lhs_batch, rhs_batch, lhs_contract, rhs_contract) -> np.n
         size(batch_shape), size(lhs_free_shape), contract_size)
     right = np.transpose(rhs, rhs_batch + rhs_contract + rhs_free).reshape(
         size(batch_shape), contract_size, size(rhs_free_shape))
-    zeros = np.zeros((size(batch_shape), size(lhs_free_shape), size(rhs_free_shape)), dtype=left.dtype)
-    product = accumulate_products(zeros, left, right)
+    out_shape = (size(batch_shape), size(lhs_free_shape), size(rhs_free_shape))
+    dtype, sequential = accumulation(left.dtype, size(out_shape) * contract_size)
+    product = accumulate_products(np.zeros(out_shape, dtype), left, right, sequential)
     return product.reshape(batch_shape + lhs_free_shape + rhs_free_shape)
 
 
@@ -107,7 +127,8 @@ def dot_general(call: OpCall):
     reject_quantized(call)
     (lhs, rhs), dst = _operands_in_contraction_form(call)
     dims = call.attrs.get("dot_dimension_numbers", {})
-    values = contract(lhs, rhs, dims.get("lhs_batching_dimensions", []), dims.get("rhs_batching_dimensions", []),
+    values = contract(lhs, rhs,
+                      dims.get("lhs_batching_dimensions", []), dims.get("rhs_batching_dimensions", []),
                       dims.get("lhs_contracting_dimensions", []), dims.get("rhs_contracting_dimensions", []))
     return from_contraction_form(values, dst)
 
@@ -120,6 +141,20 @@ def dot(call: OpCall):
     if lhs.ndim not in (1, 2) or rhs.ndim not in (1, 2):
         raise call.error(f"dot expects rank-1 or rank-2 operands, got ranks {lhs.ndim} and {rhs.ndim}")
     values = contract(lhs, rhs, [], [], [lhs.ndim - 1], [0])
+    return from_contraction_form(values, dst)
+
+
+@register("stablehlo.einsum", "stablehlo.unary_einsum")
+def einsum(call: OpCall):
+    """The deprecated einsum ops (not in the spec; XLA's semantics): `einsum_config` is a numpy
+    einsum subscript string such as "ab,bc->ac". Floats are summed in float64 (complex128)."""
+    reject_quantized(call)
+    operands, dst = _operands_in_contraction_form(call, len(call.operands))
+    if operands[0].dtype.kind in "fc":
+        wide = np.complex128 if operands[0].dtype.kind == "c" else np.float64
+        operands = [x.astype(wide) for x in operands]
+    with np.errstate(all="ignore"):
+        values = np.einsum(call.attrs["einsum_config"], *operands)
     return from_contraction_form(values, dst)
 
 
@@ -137,13 +172,15 @@ def _conv_windows(call: OpCall, x, w, strides, padding, lhs_dilation, rhs_dilati
     x = pad_tensor(call, x, np.zeros((), x.dtype), low, high, interior)
     kernel = w.shape[:rank]
     counts = [num_windows(x.shape[1 + i], kernel[i], strides[i], rhs_dilation[i]) for i in range(rank)]
-    out = np.zeros([x.shape[0], *counts, w.shape[-1]], dtype=x.dtype)
+    out_shape = [x.shape[0], *counts, w.shape[-1]]
+    dtype, sequential = accumulation(x.dtype, int(np.prod(out_shape + list(w.shape[:-1]), dtype=np.int64)))
+    out = np.zeros(out_shape, dtype=dtype)
     if 0 in counts:
         return out
     for position in np.ndindex(*kernel):
         window = tuple(slice(k * d, k * d + (c - 1) * s + 1, s)
                        for k, d, c, s in zip(position, rhs_dilation, counts, strides))
-        out = accumulate_products(out, x[(slice(None), *window, slice(None))], w[position])
+        out = accumulate_products(out, x[(slice(None), *window, slice(None))], w[position], sequential)
     return out
 
 
@@ -179,7 +216,8 @@ def convolve(call: OpCall, lhs, rhs, padding) -> np.ndarray:
         out = np.concatenate([one_group(xg, wg) for xg, wg in parts], axis=-1)
     else:
         out = one_group(x, w)
-    order = [dims["output_batch_dimension"], *dims["output_spatial_dimensions"], dims["output_feature_dimension"]]
+    order = [dims["output_batch_dimension"], *dims["output_spatial_dimensions"],
+             dims["output_feature_dimension"]]
     return np.transpose(out, np.argsort(order))
 
 
@@ -224,8 +262,8 @@ def ragged_dot(call: OpCall):
     reject_quantized(call)
     (lhs, rhs), dst = _operands_in_contraction_form(call)
     dims = call.attrs["ragged_dot_dimension_numbers"]
-    lb, rb = list(dims.get("lhs_batching_dimensions", [])), list(dims.get("rhs_batching_dimensions", []))
-    lc, rc = list(dims.get("lhs_contracting_dimensions", [])), list(dims.get("rhs_contracting_dimensions", []))
+    lb, rb, lc, rc = (list(dims.get(f"{side}_{kind}_dimensions", [])) for kind in ("batching", "contracting")
+                      for side in ("lhs", "rhs"))
     (ragged,) = dims["lhs_ragged_dimensions"]
     group_dims = list(dims.get("rhs_group_dimensions", []))
     bounds = _group_bounds(call, call.operands[2])
@@ -337,7 +375,8 @@ def triangular_solve(call: OpCall):
         if call.attrs.get("left_side", False):  # op(a) x = b
             x = _solve_triangular(a, b, lower)
         else:  # x op(a) = b  <=>  op(a)^T x^T = b^T
-            x = np.swapaxes(_solve_triangular(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), not lower), -1, -2)
+            x_t = _solve_triangular(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), not lower)
+            x = np.swapaxes(x_t, -1, -2)
     return round_float(x, element_type(call.result_types[0]))
 
 

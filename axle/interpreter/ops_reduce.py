@@ -21,7 +21,8 @@ reject), else through `fn` itself.
 
 Reductions fold the reduced positions in ascending index order, starting from the init value:
 `body(...body(body(init, x0), x1)..., xk)`, one array call of the body per position (all output
-positions at once). That is the order of XLA and of the StableHLO reference interpreter, so
+positions at once); reduce_window and select_and_scatter fold each window the same way, over
+strided views of the padded input (one call per window position). That is the order of XLA and of the StableHLO reference interpreter, so
 float reductions round as theirs do; the spec allows any full binary tree whose in-order
 traversal is the elements in order with init values interspersed. Reductions longer than
 FOLD_BLOCK fold in blocks to bound the number of calls (see `reduce_last_axis`).
@@ -39,6 +40,10 @@ from axle.interpreter.registry import OpCall, register
 from axle.ir import ops as op_table
 
 # ---------------------------------------------------------------- applying regions
+
+
+# ops without the elementwise trait that are elementwise when all their values are 0-d
+_ELEMENTWISE_ON_0D = {"stablehlo.constant", "chlo.constant", "stablehlo.bitcast_convert"}
 
 
 def _region_is_elementwise(fn):
@@ -62,8 +67,7 @@ def _region_is_elementwise(fn):
             return False
         if op.name == "func.call":
             verdict = None  # the callee's body decides: try it on arrays, then spot-check
-        elif op.name not in ("stablehlo.constant", "chlo.constant") and not (
-                opdef is not None and opdef.has(op_table.ELEMENTWISE)):
+        elif op.name not in _ELEMENTWISE_ON_0D and not (opdef is not None and opdef.has(op_table.ELEMENTWISE)):
             return False
     return verdict
 
@@ -188,6 +192,11 @@ def to_body_type(call: OpCall, x: np.ndarray, source_type, target_type) -> np.nd
     return convert(x, src, dst)
 
 
+def _inits_in_body_types(call: OpCall, inits, n: int) -> list[np.ndarray]:
+    types = zip(call.operand_types[n:], call.result_types)
+    return [to_body_type(call, v, t, rt) for v, (t, rt) in zip(inits, types)]
+
+
 def _result_dtypes(call: OpCall, n: int):
     return [t.dtype for t in call.result_types[:n]]
 
@@ -204,12 +213,12 @@ def reduce(call: OpCall):
     kept = [d for d in range(rank) if d not in dims]
     shape = np.shape(inputs[0])
     moved = []
+    reduced_size = int(np.prod([shape[d] for d in dims], dtype=np.int64))
     for x, t, rt in zip(inputs, call.operand_types, call.result_types):
         x = to_body_type(call, x, t, rt)
-        reduced_size = int(np.prod([shape[d] for d in dims], dtype=np.int64))
         x = np.transpose(x, kept + dims).reshape([shape[d] for d in kept] + [reduced_size])
         moved.append(x)
-    inits = [to_body_type(call, v, t, rt) for v, t, rt in zip(inits, call.operand_types[n:], call.result_types)]
+    inits = _inits_in_body_types(call, inits, n)
     body = Body(call, 0, _result_dtypes(call, n))
     return reduce_last_axis(body, moved, inits)
 
@@ -224,7 +233,8 @@ def _window_attrs(call: OpCall, rank: int):
     strides = [int(v) for v in call.attrs.get("window_strides", ones)]
     base = [int(v) for v in call.attrs.get("base_dilations", ones)]
     dilations = [int(v) for v in call.attrs.get("window_dilations", ones)]
-    padding = np.asarray(call.attrs.get("padding", np.zeros((rank, 2), np.int64)), np.int64).reshape(rank, 2)
+    padding = call.attrs.get("padding", np.zeros((rank, 2), np.int64))
+    padding = np.asarray(padding, np.int64).reshape(rank, 2)
     if not len(window) == len(strides) == len(base) == len(dilations) == rank:
         raise call.error(f"window attributes do not match the operand rank {rank}")
     return window, strides, base, dilations, padding
@@ -238,51 +248,56 @@ def num_windows(size: int, window: int, stride: int, dilation: int) -> int:
     return (size - span) // stride + 1
 
 
-def windows_of(x: np.ndarray, window, strides, dilations) -> np.ndarray:
-    """All windows of `x`: an array of shape (num_windows..., prod(window)); the last axis runs
-    over the window positions in ascending index order."""
+def windows_of(x: np.ndarray, window, strides, dilations) -> list[np.ndarray]:
+    """The windows of `x`, one array per window position in ascending index order: the k-th
+    array holds, for every window, its element at position k (shape: the number of windows
+    along each dimension). They are strided views of `x`, so no window is copied."""
     counts = [num_windows(s, w, st, d) for s, w, st, d in zip(x.shape, window, strides, dilations)]
-    if 0 in counts or 0 in window:
-        return np.empty(counts + [int(np.prod(window))], dtype=x.dtype)
+    if 0 in counts:
+        return [np.empty(counts, dtype=x.dtype) for _ in np.ndindex(*window)]
     x = np.ascontiguousarray(x)
-    view = np.lib.stride_tricks.as_strided(
-        x, shape=counts + list(window),
-        strides=[s * st for s, st in zip(x.strides, strides)] + [s * d for s, d in zip(x.strides, dilations)],
-        writeable=False)
-    return view.reshape(counts + [-1])
+    window_starts = [s * st for s, st in zip(x.strides, strides)]
+    window_steps = [s * d for s, d in zip(x.strides, dilations)]
+    view = np.lib.stride_tricks.as_strided(x, shape=counts + list(window),
+                                           strides=window_starts + window_steps, writeable=False)
+    return [view[(Ellipsis, *position)] for position in np.ndindex(*window)]
 
 
 @register("stablehlo.reduce_window")
 def reduce_window(call: OpCall):
+    """Folds every window in order from the init value, all windows at once: one array call of
+    the body per window position (the windows are views: nothing of window size is copied)."""
     n = len(call.operands) // 2
     inputs, inits = call.operands[:n], call.operands[n:]
     rank = np.ndim(inputs[0])
     window, strides, base, dilations, padding = _window_attrs(call, rank)
-    inits = [to_body_type(call, v, t, rt) for v, t, rt in zip(inits, call.operand_types[n:], call.result_types)]
-    windows = []
+    inits = _inits_in_body_types(call, inits, n)
+    per_input = []
     for x, t, rt, init in zip(inputs, call.operand_types, call.result_types, inits):
         x = to_body_type(call, x, t, rt)
         padded = pad_tensor(call, x, init, padding[:, 0], padding[:, 1], [b - 1 for b in base])
-        windows.append(windows_of(padded, window, strides, dilations))
+        per_input.append(windows_of(padded, window, strides, dilations))
     body = Body(call, 0, _result_dtypes(call, n))
-    return reduce_last_axis(body, windows, inits)
+    accumulators = [np.broadcast_to(init, per_input[0][0].shape) for init in inits]
+    for elements in zip(*per_input):
+        accumulators = body(*accumulators, *elements)
+    return accumulators
 
 
 # ---------------------------------------------------------------- select_and_scatter
 
 
-def _select_in_windows(select: Body, values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """For every window (last axis) the operand index that `select` picks, folding in order:
-    the current choice is kept when `select(current, next)` is true, else `next` replaces it.
-    Padding (index -1) is never chosen; -1 where a window holds only padding."""
-    if values.shape[-1] == 0:
-        return np.full(values.shape[:-1], -1, np.int64)
-    current, chosen = values[..., 0], index[..., 0]
-    for i in range(1, values.shape[-1]):
-        (keep,) = select(current, values[..., i])
-        keep = np.where(chosen < 0, False, np.where(index[..., i] < 0, True, keep.astype(bool)))
-        current = np.where(keep, current, values[..., i])
-        chosen = np.where(keep, chosen, index[..., i])
+def _select_in_windows(select: Body, values: list[np.ndarray], index: list[np.ndarray]) -> np.ndarray:
+    """For every window the operand index that `select` picks (values and index given per
+    window position, as windows_of gives them), folding in order: the current choice is kept
+    when `select(current, next)` is true, else `next` replaces it. Padding (index -1) is never
+    chosen; -1 where a window holds only padding."""
+    current, chosen = values[0], index[0]
+    for candidate, candidate_index in zip(values[1:], index[1:]):
+        (keep,) = select(current, candidate)
+        keep = np.where(chosen < 0, False, np.where(candidate_index < 0, True, keep.astype(bool)))
+        current = np.where(keep, current, candidate)
+        chosen = np.where(keep, chosen, candidate_index)
     return chosen
 
 
@@ -319,9 +334,9 @@ def select_and_scatter(call: OpCall):
                                padding[:, 0], padding[:, 1], [0] * rank)
     value_windows = windows_of(padded_values, window, strides, ones)
     index_windows = windows_of(padded_index, window, strides, ones)
-    if value_windows.shape[:-1] != np.shape(source):
+    if value_windows[0].shape != np.shape(source):
         raise call.error(f"source shape {np.shape(source)} does not match the "
-                         f"{list(value_windows.shape[:-1])} windows of the operand")
+                         f"{list(value_windows[0].shape)} windows of the operand")
     select = Body(call, 0, [np.bool_])
     selected = _select_in_windows(select, value_windows, index_windows).reshape(-1)
     result_type = call.result_types[0]

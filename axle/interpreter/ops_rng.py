@@ -133,7 +133,8 @@ def philox_bits(key, counter_low, counter_high, shape: tuple, bits: int):
     count = -(-words // 4)
     with np.errstate(over="ignore"):
         low = np.uint64(counter_low) + np.arange(count, dtype=np.uint64)
-        high = np.where(low < np.uint64(counter_low), np.uint64(counter_high) + np.uint64(1), np.uint64(counter_high))
+        carry = (low < np.uint64(counter_low)).astype(np.uint64)  # the low word wrapped around
+        high = np.uint64(counter_high) + carry
         out = philox4x32([*_split64(low), *_split64(high)], key0, key1)
         if bits == 64:
             values = np.stack([_join64(out[0], out[1]), _join64(out[2], out[3])], axis=-1).reshape(-1)

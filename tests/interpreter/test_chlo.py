@@ -48,8 +48,9 @@ def test_mulhi_64_bits_matches_python_ints(name):
     rng = np.random.default_rng(3)
     signed = name == "i64"
     lo, hi = (-2**63, 2**63 - 1) if signed else (0, 2**64 - 1)
-    a = [int(x) for x in rng.integers(lo, hi, 200, dtype=np.int64 if signed else np.uint64)] + [lo, hi, hi, -1 if signed else 1]
-    b = [int(x) for x in rng.integers(lo, hi, 200, dtype=np.int64 if signed else np.uint64)] + [lo, hi, lo, lo]
+    dtype = np.int64 if signed else np.uint64
+    a = [int(x) for x in rng.integers(lo, hi, 200, dtype=dtype)] + [lo, hi, hi, -1 if signed else 1]
+    b = [int(x) for x in rng.integers(lo, hi, 200, dtype=dtype)] + [lo, hi, lo, lo]
     got = run("mulhi", a, b, types=name, result=name)
     expected = []
     for x, y in zip(a, b):
@@ -160,7 +161,8 @@ def test_constant_like_and_constant():
     operand = np.zeros((2, 3), np.float32)
     got = lookup("chlo.constant_like")(OpCall("chlo.constant_like", [operand], [TensorType((2, 3), ET["f32"])],
                                               [TensorType((2, 3), ET["bf16"])], {"value": 0.1}))
-    assert got.shape == (2, 3) and got.dtype == ml_dtypes.bfloat16 and float(got[0, 0]) == float(ml_dtypes.bfloat16(0.1))
+    assert got.shape == (2, 3) and got.dtype == ml_dtypes.bfloat16
+    assert float(got[0, 0]) == float(ml_dtypes.bfloat16(0.1))
     got = lookup("chlo.constant_like")(OpCall("chlo.constant_like", [np.zeros((0,), np.int8)],
                                               [TensorType((0,), ET["i8"])], [TensorType((0,), ET["i8"])],
                                               {"value": 5}))

@@ -507,3 +507,29 @@ def test_rng_uniform_and_normal_are_deterministic_and_in_range():
     n = run("stablehlo.rng", [np.float64(10), np.float64(2), shape], {"rng_distribution": "NORMAL"},
             [tensor((50, 40), "f64")])
     assert abs(n.mean() - 10) < 0.3 and abs(n.std() - 2) < 0.3
+
+
+def test_large_float_contractions_use_one_wide_matmul(monkeypatch):
+    import axle.interpreter.ops_linalg as ops_linalg
+
+    monkeypatch.setattr(ops_linalg, "SEQUENTIAL_LIMIT", 10)
+    rng = np.random.default_rng(10)
+    lhs, rhs = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+    out = run("stablehlo.dot_general", [lhs, rhs], dot_dims(lc=[1], rc=[0]), [tensor((6, 4), "f32")])
+    np.testing.assert_array_equal(out, (lhs.astype(np.float64) @ rhs.astype(np.float64)).astype(np.float32))
+    x = rng.integers(-4, 5, (1, 6, 2)).astype(np.float32)
+    w = rng.integers(-4, 5, (3, 2, 2)).astype(np.float32)
+    attrs = {"dimension_numbers": conv_dims("b0f", "0io", "b0f")}
+    conv = run("stablehlo.convolution", [x, w], attrs, [tensor((1, 4, 2), "f32")])
+    expected = naive_convolution(x.astype(np.int64), w.astype(np.int64), attrs["dimension_numbers"], [1],
+                                 [[0, 0]], [1], [1], [False], 1, 1)
+    np.testing.assert_array_equal(conv, expected.astype(np.float32))
+
+
+def test_einsum_ops():
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = np.arange(12, dtype=np.int32).reshape(3, 4)
+    out = run("stablehlo.einsum", [a, b], {"einsum_config": "ab,bc->ac"}, [tensor((2, 4), "i32")])
+    np.testing.assert_array_equal(out, a @ b)
+    out = run("stablehlo.unary_einsum", [a.astype(np.float32)], {"einsum_config": "ab->ba"}, [tensor((3, 2), "f32")])
+    np.testing.assert_array_equal(out, a.T.astype(np.float32))

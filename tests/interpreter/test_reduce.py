@@ -368,3 +368,66 @@ def test_real_regions_through_the_evaluator():
     np.testing.assert_array_equal(total, ((x[0] + x[1]) + x[2]) + x[3])
     np.testing.assert_array_equal(window_max, np.maximum(x[0::2], x[1::2]))
     np.testing.assert_array_equal(mapped, total * w * np.float32(2))
+
+
+def _region_of(text: str):
+    from axle.ir import parse_module
+
+    module = parse_module(text)
+    return next(op for op in module.walk() if op.regions and op.name != "func.func").regions[0]
+
+
+ELEMENTWISE_BODY = """
+func.func @f(%x: tensor<8xf32>, %i: tensor<f32>) -> tensor<f32> {
+  %r = stablehlo.reduce(%x init: %i) applies stablehlo.add across dimensions = [0]
+      : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+"""
+
+RESHAPING_BODY = """
+func.func @f(%x: tensor<8xf32>, %i: tensor<f32>) -> tensor<f32> {
+  %r = "stablehlo.reduce"(%x, %i) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.reshape %a : (tensor<f32>) -> tensor<1xf32>
+      %d = stablehlo.reshape %c : (tensor<1xf32>) -> tensor<f32>
+      %e = stablehlo.add %d, %b : tensor<f32>
+      stablehlo.return %e : tensor<f32>
+  }) {dimensions = array<i64: 0>} : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+"""
+
+
+def test_exposed_regions_decide_how_bodies_are_applied():
+    x = np.arange(24, dtype=np.float32).reshape(3, 8)
+    for text, array_calls in ((ELEMENTWISE_BODY, True), (RESHAPING_BODY, False)):
+        body = Counting(add)
+        body.region = _region_of(text)
+        shapes = []
+        body.batched = lambda *args: (shapes.append(np.shape(args[0])), add(*args))[1]
+        out = run("stablehlo.reduce", [x, np.float32(0)], {"dimensions": [1]}, [tensor((3,), "f32")], [body])[0]
+        np.testing.assert_array_equal(out, x.sum(axis=1))
+        if array_calls:  # known elementwise: 8 array calls, no spot checks
+            assert shapes == [(3,)] * 8 and body.calls == 0
+        else:  # not elementwise: never called on arrays
+            assert shapes == [] and body.calls == 3 * 8
+
+
+def test_scan_split_read_from_the_region_when_exposed():
+    # a carry of shape [4] looks like a stacked output of a 4x4 input scanned along dimension 0;
+    # the body's argument types say it is a carry
+    from axle.ir import Block, Region
+
+    x = np.arange(16, dtype=np.int32).reshape(4, 4)
+    region = Region([Block([tensor((4,), "i32"), tensor((4,), "i32")])])
+
+    def body(row, carry):
+        total = np.asarray(row + carry)
+        return [total, total]
+
+    body.region = region
+    out, carry = run("chlo.scan", [x, np.zeros(4, np.int32)], {"dimension": 0},
+                     [tensor((4, 4), "i32"), tensor((4,), "i32")], [body])
+    np.testing.assert_array_equal(out, np.cumsum(x, axis=0))
+    np.testing.assert_array_equal(carry, x.sum(axis=0))
