@@ -15,6 +15,22 @@ from axle.ir.attributes import (ArrayAttr, Attribute, DictAttr, Location, String
 from axle.ir.types import FunctionType, Type
 
 
+class SourceText:
+    """The text a module was parsed from, to turn offsets into file:line:col lazily."""
+
+    def __init__(self, filename: Optional[str], text: str):
+        self.filename = filename or "<string>"
+        self.text = text
+        self._starts: Optional[list[int]] = None
+
+    def position(self, offset: int) -> str:
+        import bisect
+        if self._starts is None:
+            self._starts = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
+        line = bisect.bisect_right(self._starts, offset)
+        return f"{self.filename}:{line}:{offset - self._starts[line - 1] + 1}"
+
+
 class Value:
     """An SSA value: an op result or a block argument."""
 
@@ -66,6 +82,7 @@ class Operation:
         self.location = location
         self.successors: list[Block] = list(successors)
         self.parent: Optional[Block] = None
+        self.source = None  # (SourceText, offset) where the parser read it; not part of equality
 
     # -- structure
     def add_region(self, region: "Region") -> "Region":
@@ -109,9 +126,13 @@ class Operation:
                     yield from op.walk()
 
     def where(self) -> str:
-        """`'stablehlo.add' at file:3:5` — for error messages."""
-        loc = f" at {self.location.short()}" if self.location is not None else ""
-        return f"'{self.name}'{loc}"
+        """`'stablehlo.add' at file:3:5` — for error messages: the op's loc(...) if it has
+        one, else where the parser read it."""
+        if self.location is not None:
+            return f"'{self.name}' at {self.location.short()}"
+        if self.source is not None:
+            return f"'{self.name}' at {self.source[0].position(self.source[1])}"
+        return f"'{self.name}'"
 
     def __repr__(self) -> str:
         return f"<Operation {self.name}>"

@@ -146,7 +146,7 @@ _def(_SH + "composite", -1, -1, format="composite")
 _def(_SH + "after_all", -1, 1, traits=(SIDE_EFFECT,), format="result_only")
 _def(_SH + "create_token", 0, 1, traits=(SIDE_EFFECT,), format="result_only")
 # -- communication and collectives
-for _n, _nres in [("all_gather", -1), ("all_reduce", -1), ("all_to_all", -1), ("collective_broadcast", 1),
+for _n, _nres in [("all_gather", -1), ("all_reduce", -1), ("all_to_all", -1), ("collective_broadcast", -1),
                   ("collective_permute", 1), ("reduce_scatter", 1), ("collective_reduce", -1)]:
     _def(_SH + _n, -1, _nres, regions=1 if _n in ("all_reduce", "reduce_scatter", "collective_reduce") else 0,
          traits=(COLLECTIVE, SIDE_EFFECT), format="generic")

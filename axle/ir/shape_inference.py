@@ -267,11 +267,11 @@ class _Ctx:
             return v[0]
         self.fail(None, f"attribute '{key}' must be an integer, found {a}")
 
-    def matrix(self, key: str, rows: int, default_fill: int = 0):
-        """An [rows, 2] integer matrix attribute (padding); zeros when absent."""
+    def matrix(self, key: str, rows: int):
+        """An [rows, 2] integer matrix attribute (padding) and its shape; zeros when absent."""
         a = self.attrs.get(key)
         if a is None:
-            return [[default_fill, default_fill] for _ in range(rows)], (rows, 2)
+            return [[0, 0] for _ in range(rows)], (rows, 2)
         if isinstance(a, DenseElementsAttr):
             shape = tuple(a.type.shape)
             arr = np.asarray(a.array)
@@ -282,11 +282,6 @@ class _Ctx:
         arr = np.asarray(v, dtype=np.int64)
         return arr.tolist(), arr.shape
 
-    def region(self, i: int):
-        if i >= len(self.regions):
-            raise ResultTypeRequired(f"needs its region #{i} to infer result types", None, self.name)
-        return region_signature(self.regions[i])
-
 
 def ints_of(a: Attribute) -> Optional[list[int]]:
     """A list of Python ints from a DenseArrayAttr, 1-D DenseElementsAttr, ArrayAttr of
@@ -294,7 +289,10 @@ def ints_of(a: Attribute) -> Optional[list[int]]:
     if isinstance(a, DenseArrayAttr):
         return [int(x) for x in a.values]
     if isinstance(a, DenseElementsAttr):
-        return [int(x) for x in np.asarray(a.array).reshape(-1)] if np.asarray(a.array).ndim <= 1 else None
+        shape = tuple(a.type.shape)
+        if len(shape) > 1:
+            return None
+        return [int(x) for x in np.broadcast_to(np.asarray(a.array), shape).reshape(-1)]
     if isinstance(a, ArrayAttr):
         out = []
         for e in a.elements:
@@ -388,8 +386,7 @@ _BINARY: dict[str, tuple] = {
 }
 # CHLO elementwise ops (not part of the spec; checked loosely)
 _CHLO_UNARY = {n: FLOATISH for n in ["acos", "acosh", "asin", "asinh", "atan", "atanh", "bessel_i1e", "conj",
-                                     "cosh", "sinh", "tan", "digamma", "erf", "erfc", "erf_inv", "lgamma",
-                                     "square", "sign"]}
+                                     "cosh", "sinh", "tan", "digamma", "erf", "erfc", "erf_inv", "lgamma"]}
 _CHLO_UNARY.update({"square": NUMERIC, "sign": SIGNED_NUM})
 _CHLO_PRED = {"is_inf", "is_neg_inf", "is_pos_inf"}
 _CHLO_BINARY = {"next_after": FLOATISH, "polygamma": FLOATISH, "zeta": FLOATISH, "mulhi": INT}
@@ -442,13 +439,16 @@ def _binary_rule(opname: str):
         shape = _same_shape(c, ts, cons)
         a, b = (t.element_type for t in ts)
         if _is_quant(a) or _is_quant(b):
-            if _is_quant(a) and _is_quant(b):
-                c.need(a.storage_type == b.storage_type, "C3" if opname == "add" else cons,
+            c.need(_is_quant(a) and _is_quant(b), "C2" if opname == "add" else cons,
+                   f"operands must both be quantized or both not, found {ts[0]} and {ts[1]}")
+            if opname == "add":  # add spells out its quantized rules; per-axis-ness may differ
+                c.need(a.storage_type == b.storage_type, "C3",
                        f"quantized operands must have the same storage type, found {a} and {b}")
-                c.need(a.expressed_type == b.expressed_type, "C4" if opname == "add" else cons,
+                c.need(a.expressed_type == b.expressed_type, "C4",
                        f"quantized operands must have the same expressed type, found {a} and {b}")
-            elif opname == "add":
-                c.fail("C2", f"operands must both be quantized or both not, found {ts[0]} and {ts[1]}")
+            else:
+                c.need(baseline_element(a) == baseline_element(b), cons,
+                       f"operand element types must match up to scales and zero points, found {a} and {b}")
             et = b if (_per_axis(b) and not _per_axis(a)) else a
             return [_result(TensorType(shape, et), "baseline", cons)]
         c.need(a == b, cons, f"operand element types must match, found {a} and {b}")

@@ -30,7 +30,7 @@ from axle.ir.attributes import ArrayAttr, StringAttr, SymbolRefAttr, TypeAttr
 from axle.ir.core import Module, Operation, Region
 from axle.ir.ops import OPS, TERMINATOR
 from axle.ir.shape_inference import (InferenceError, Inferred, ResultTypeRequired, baseline_element,
-                                     infer_results, ints_of, is_compatible, kind_matches, kinds_text,
+                                     infer_results, ints_of, is_compatible, kind_matches,
                                      shapes_compatible, supports)
 from axle.ir.types import FunctionType, QuantizedType, TensorType, TokenType, TupleType, Type
 
@@ -68,9 +68,6 @@ def _types_text(types) -> str:
     return "(" + ", ".join(str(t) for t in types) + ")"
 
 
-# Counts where the spec allows more than axle's op table says: collective_broadcast is
-# variadic (C3-C5; the suite has a two-result one) while OPS gives it one result.
-_COUNT_OVERRIDES: dict[str, tuple] = {"stablehlo.collective_broadcast": (None, -1, None)}
 
 
 # ======================================================================= driver
@@ -82,14 +79,17 @@ def verify(module: Module) -> None:
 
 
 def verify_op(op: Operation, module: Optional[Module] = None) -> None:
-    """Check one op and everything nested in it (its operands are taken as defined)."""
+    """Check one op and everything nested in it. Values defined outside `op` are taken
+    as defined; calls are checked against `module` when it is given."""
     v = _Verifier(module)
-    v.op(op, [set(op.operands)])
+    v.root = op
+    v.op(op, [set()])
 
 
 class _Verifier:
     def __init__(self, module: Optional[Module]):
         self.module = module
+        self.root: Optional[Operation] = None  # verify_op: values from outside it count as defined
         self.symbols: dict[str, Operation] = {}
         if module is not None:
             for op in module.operations:
@@ -112,14 +112,13 @@ class _Verifier:
         if opdef is None:
             _fail(op, "unknown operation (not in axle's op table)")
         counts = (opdef.operands, opdef.results, opdef.regions)
-        counts = tuple(o if o is not None else t for o, t in zip(_COUNT_OVERRIDES.get(op.name, (None,) * 3), counts))
         for what, want, have in (("operand", counts[0], len(op.operands)),
                                  ("result", counts[1], len(op.results)),
                                  ("region", counts[2], len(op.regions))):
             _need(want < 0 or want == have, op, None,
                   f"expects {want} {what}{'s' if want != 1 else ''}, found {have}")
         for i, v in enumerate(op.operands):
-            if not any(v in s for s in scopes):
+            if not any(v in s for s in scopes) and (self.root is None or _inside(v, self.root)):
                 _fail(op, f"operand #{i} ({v.type}) is not defined before its use")
         isolated = op.name == "func.func"
         for region in op.regions:
@@ -168,6 +167,17 @@ class _Verifier:
 
 
 _MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
+def _inside(value, root: Operation) -> bool:
+    """Whether `value` is defined by an op nested in `root` (or is an argument of one
+    of root's blocks)."""
+    node = getattr(value, "owner", None)
+    while node is not None:
+        if node is root:
+            return True
+        node = node.parent  # Operation -> Block -> Region -> Operation ...
+    return False
 
 
 def _result_ok(inf: Inferred, actual: Type) -> bool:
@@ -650,3 +660,23 @@ def _dynamic_conv(v, op):
                                    *dn.output_spatial_dimensions], "C20", "output")):
             _need(len(set(dims)) == len(dims) == N and all(0 <= d < N for d in dims), op, cons,
                   f"{what} dimensions {dims} must be a permutation of range({N})")
+
+
+@_check("case")
+def _case(v, op):
+    _need(len(op.regions) > 0, op, "C1", "needs at least one branch")
+
+
+@_check("check.expect_eq_const", "check.expect_almost_eq_const")
+def _check_const(v, op):
+    value = op.attributes.get("value")
+    got = op.operands[0].type
+    want = getattr(value, "type", None)
+    _need(want is None or is_compatible(want, got), op, None,
+          f"the expected value has type {want} but the operand is {got}")
+
+
+@_check("check.expect_eq", "check.expect_almost_eq", "check.expect_close")
+def _check_pair(v, op):
+    a, b = op.operand_types
+    _need(is_compatible(a, b), op, None, f"compares values of different types {a} and {b}")

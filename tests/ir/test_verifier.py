@@ -167,7 +167,8 @@ def _unary_fn(opname, arg, res, attrs=None):
 
 
 def test_error_object_carries_op_constraint_and_location():
-    fn, op = _unary_fn("stablehlo.transpose", t(2, 3), t(2, 3), {"permutation": DenseArrayAttr(element_type("i64"), (1, 0))})
+    perm = {"permutation": DenseArrayAttr(element_type("i64"), (1, 0))}
+    fn, op = _unary_fn("stablehlo.transpose", t(2, 3), t(2, 3), perm)
     with pytest.raises(VerificationError) as info:
         verify(_module_with(fn))
     e = info.value
@@ -292,6 +293,27 @@ def test_verify_op_checks_a_single_op():
         verify_op(op)
     fn2, op2 = _unary_fn("stablehlo.sqrt", t(2), t(2))
     verify_op(op2)
+
+
+def test_verify_op_accepts_values_from_outside_but_not_bad_inner_order():
+    text = """
+func.func @main(%a: tensor<4xf32>, %i: tensor<f32>, %k: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.reduce(%a init: %i) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+    reducer(%x: tensor<f32>, %y: tensor<f32>) {
+      %s = stablehlo.add %x, %k : tensor<f32>
+      %t = stablehlo.add %s, %y : tensor<f32>
+      stablehlo.return %t : tensor<f32>
+    }
+  func.return %0 : tensor<f32>
+}
+"""
+    m = parse_module(text, "r.mlir")
+    reduce = m.function("main").body.operations[0]
+    verify_op(reduce)  # %k comes from outside the reduce: fine
+    body = reduce.regions[0].blocks[0]
+    body.operations[0], body.operations[1] = body.operations[1], body.operations[0]
+    with pytest.raises(VerificationError, match="not defined before its use"):
+        verify_op(reduce)
 
 
 def test_malformed_attributes_give_a_verification_error_not_a_crash():

@@ -553,7 +553,8 @@ def _read_scan(p, opdef, pos):
     if not p.accept_keyword("dimension"):
         raise p.error("expected 'dimension = N'")
     p.expect("=")
-    attrs: dict = {"dimension": A.IntegerAttr(p.integer("dimension"), I64)}
+    attrs: dict = {"dimension": A.IntegerAttr(p.integer("dimension"), I64),
+                   "operandSegmentSizes": A.DenseArrayAttr(I32, (len(inputs), len(inits)))}
     if p.accept_keyword("attributes"):
         for k, v in p.parse_attr_dict().entries:
             attrs[k] = v

@@ -6,12 +6,16 @@ from typing import Optional
 from axle.ir import attributes as A
 from axle.ir import ops as O
 from axle.ir import types as T
-from axle.ir.core import Block, Module, Operation, Region, Value
+from axle.ir.core import Block, Module, Operation, Region, SourceText, Value
 from axle.ir.text.cursor import ParseError
 from axle.ir.text.parser import Parser, _DenseResourcePending
 
 
 class ModuleParser(Parser):
+    def __init__(self, text: str, filename: Optional[str] = None):
+        super().__init__(text, filename)
+        self.source_text = SourceText(filename, text)
+
     # ------------------------------------------------------------------ values
     def define(self, name: str, values: list[Value], pos: int) -> None:
         scope = self.scopes[-1]
@@ -188,6 +192,7 @@ class ModuleParser(Parser):
         loc = self.parse_location_trailer()
         if loc is not None:
             op.location = loc
+        op.source = (self.source_text, op_pos)
         total = sum(c for _, c, _ in names)
         if total != len(op.results):
             raise self.error(f"'{op.name}' has {len(op.results)} results but {total} "
