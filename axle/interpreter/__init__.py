@@ -15,8 +15,8 @@ for _m in ("ops_elementwise", "ops_chlo", "ops_shape", "ops_indexing", "ops_dyna
         if _e.name != f"axle.interpreter.{_m}":
             raise
 
-from axle.interpreter.evaluator import (ArgumentError, Evaluator, check_arguments, interpret,  # noqa: E402
+from axle.interpreter.evaluator import (ArgumentError, Evaluator, check_arguments, interpret, run_function,  # noqa: E402
                                         register_custom_call)
 
 __all__ = ["interpret", "InterpreterError", "ArgumentError", "OpCall", "Token", "TOKEN", "register",
-           "registered_ops", "register_custom_call", "Evaluator", "check_arguments"]
+           "registered_ops", "register_custom_call", "Evaluator", "check_arguments", "run_function"]

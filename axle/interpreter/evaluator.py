@@ -249,19 +249,24 @@ _SPECIAL = {
 }
 
 
-def interpret(module, *args, function: Optional[str] = None, ctx=None):
-    """Run `module`'s main function (or `function`) on numpy arrays with the reference
-    semantics. Returns one array for one result, a tuple for several, None for none."""
-    from axle.ir import parse_module
-    if isinstance(module, str):
-        module = parse_module(module)
+def run_function(module: Module, args: Sequence, function: Optional[str] = None, ctx=None) -> list:
+    """Run a function of `module` (default: main) and return the list of its results."""
     ev = Evaluator(module)
     fn = module.function(function) if function else module.main
     args = check_arguments(fn, args)
     if ctx is None:
         from axle.interpreter.collectives import ExecContext
         ctx = ExecContext.single_process(lambda name, a, c: ev.call_function(name, a, c))
-    out = ev.call_function(fn.sym_name, args, ctx)
+    return ev.call_function(fn.sym_name, args, ctx)
+
+
+def interpret(module, *args, function: Optional[str] = None, ctx=None):
+    """Run `module`'s main function (or `function`) on numpy arrays with the reference
+    semantics. Returns one array for one result, a tuple for several, None for none."""
+    from axle.ir import parse_module
+    if isinstance(module, str):
+        module = parse_module(module)
+    out = run_function(module, args, function, ctx)
     if len(out) == 1:
         return out[0]
     return tuple(out) if out else None

@@ -1,6 +1,7 @@
 """The `axle` command line.
 
-    axle opt FILE [-o OUT]            parse, verify and print a module
+    axle opt FILE [-o OUT] [--passes default|a,b]
+                                      parse, verify, optionally optimize, and print a module
     axle interpret FILE [--inputs x.npz] [--function NAME]
                                       run a module with the reference interpreter
     axle conformance PATH...          run StableHLO conformance programs
@@ -31,6 +32,13 @@ def cmd_opt(a) -> int:
         m = parse_module(chunk, name)
         if not a.no_verify:
             verify(m)
+        if a.passes:
+            from axle.passes import PassManager, default_pipeline, make_pass
+            pipeline = default_pipeline() if a.passes == "default" else [make_pass(p) for p in a.passes.split(",")]
+            pm = PassManager.from_flags(pipeline, dump_to=a.dump_to, verify_each=not a.no_verify)
+            pm.run(m)
+            if a.timing:
+                print(pm.timing_report(), file=sys.stderr)
         out.append(print_module(m, locations=not a.strip_locations))
     result = "// -----\n".join(out)
     if a.output:
@@ -101,6 +109,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--split-input-file", action="store_true", help="treat '// -----' parts as separate modules")
     p.add_argument("--no-verify", action="store_true", help="skip the verifier")
     p.add_argument("--strip-locations", action="store_true", help="do not print loc(...)")
+    p.add_argument("--passes", help="'default' or a comma-separated list of pass names to run")
+    p.add_argument("--dump-to", help="write the module before/after the passes to this folder")
+    p.add_argument("--timing", action="store_true", help="print the time spent in each pass")
     p.set_defaults(fn=cmd_opt)
 
     p = sub.add_parser("interpret", help="run a module with the reference interpreter",

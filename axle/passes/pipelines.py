@@ -1,0 +1,25 @@
+"""Pipelines: plain lists of passes, one comment per ordering constraint."""
+from __future__ import annotations
+
+from axle.passes import PASSES, FixedPoint
+
+
+def _have(*names):
+    return [PASSES[n]() for n in names if n in PASSES]
+
+
+def default_pipeline() -> list:
+    """The target-independent pipeline every backend starts from."""
+    return [
+        # inline first: the other passes work within one function and see through calls then
+        *_have("inline"),
+        # expand CHLO and composites into StableHLO before simplifying, so the simplifier
+        # and the folder see the ops the expansions produce
+        *_have("chlo-expand"),
+        # canonical dots (batch dims leading, one contracting dim) expose transposes and
+        # reshapes that the simplifier then merges with their neighbours
+        *_have("dot-canonicalize"),
+        # the local rewrites feed each other (a fold makes a simplification possible and the
+        # other way round); CSE after them merges what they made equal; DCE sweeps the rest
+        FixedPoint(_have("simplify", "constant-folding", "cse", "dce"), name="simplify-fold-cse-dce"),
+    ]

@@ -1,0 +1,173 @@
+"""Shared machinery of rewriting passes: building ops, replacing values, and the
+pattern driver that local rewrites (simplifier, canonicalizers, expanders) run on.
+
+A pattern is a function `pattern(op, b) -> list[Value] | None`. It looks at `op` and,
+to rewrite it, builds replacement ops with the builder `b` (they are inserted before
+`op`) and returns the values that replace op's results; None leaves the op alone.
+Patterns are registered per op name in a `Patterns` table and run by
+`apply_patterns`, which walks every function once per round, substitutes replaced
+values in later operands as it goes, and erases replaced ops.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from axle.ir import attributes as A
+from axle.ir.core import Block, Module, Operation, Region, Value
+from axle.ir.ops import SIDE_EFFECT, TERMINATOR, lookup
+from axle.ir.types import TensorType, Type
+
+Pattern = Callable[[Operation, "Builder"], Optional[Sequence[Value]]]
+
+
+class Builder:
+    """Creates ops before an anchor op (or at the end of a block)."""
+
+    def __init__(self, block: Block, index: int, location=None, source=None):
+        self.block = block
+        self.index = index
+        self.location = location
+        self.source = source
+
+    @classmethod
+    def before(cls, op: Operation) -> "Builder":
+        return cls(op.parent, op.parent.operations.index(op), op.location, op.source)
+
+    def create(self, name: str, operands: Sequence[Value], result_types: Optional[Sequence[Type]] = None,
+               attributes: Optional[dict] = None, regions: Sequence[Region] = ()) -> Operation:
+        """Insert a new op; result types are inferred when not given."""
+        attributes = dict(attributes or {})
+        if result_types is None:
+            from axle.ir.shape_inference import infer_result_types
+            result_types = infer_result_types(name, [v.type for v in operands], attributes, list(regions))
+        op = Operation(name, operands, result_types, attributes, regions, location=self.location)
+        op.source = self.source
+        self.block.insert(self.index, op)
+        self.index += 1
+        return op
+
+    def value(self, name: str, operands: Sequence[Value], result_type: Optional[Type] = None, **attrs) -> Value:
+        return self.create(name, operands, None if result_type is None else [result_type], attrs).result
+
+    def constant(self, array: np.ndarray, type: TensorType) -> Value:
+        array = np.asarray(array).astype(type.dtype).reshape(type.shape)
+        return self.create("stablehlo.constant", [], [type],
+                           {"value": A.DenseElementsAttr(type, array)}).result
+
+    def splat(self, scalar, type: TensorType) -> Value:
+        return self.constant(np.full(type.shape, scalar, dtype=type.dtype), type)
+
+
+class Patterns:
+    """A named table: op name -> patterns (tried in order); '*' applies to every op."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.table: dict[str, list[Pattern]] = {}
+
+    def on(self, *op_names: str) -> Callable[[Pattern], Pattern]:
+        def deco(fn: Pattern) -> Pattern:
+            for n in op_names:
+                self.table.setdefault(n, []).append(fn)
+            return fn
+        return deco
+
+    def for_op(self, name: str) -> list[Pattern]:
+        return self.table.get(name, []) + self.table.get("*", [])
+
+
+def walk_blocks(module: Module) -> Iterator[Block]:
+    """Every block of the module (function bodies and nested regions), outer first."""
+    stack = [module.body]
+    while stack:
+        b = stack.pop()
+        yield b
+        for op in reversed(b.operations):
+            for r in reversed(op.regions):
+                stack.extend(reversed(r.blocks))
+
+
+def is_pure(op: Operation) -> bool:
+    d = lookup(op.name)
+    if d is None or d.has(SIDE_EFFECT) or d.has(TERMINATOR) or op.name == "func.func":
+        return False
+    if op.name in ("func.call", "stablehlo.while", "stablehlo.if", "stablehlo.case",
+                   "stablehlo.composite", "stablehlo.rng", "stablehlo.rng_bit_generator",
+                   "interpreter.run_parallel") or d.has("collective"):
+        return False  # calls may hide effects; conservative until a call-graph analysis exists
+    for r in op.regions:
+        for b in r.blocks:
+            if not all(is_pure(o) or o.name == "stablehlo.return" for o in b.operations):
+                return False
+    return True
+
+
+def use_counts(module: Module) -> dict[int, int]:
+    """id(value) -> how many operands use it (anywhere in the module)."""
+    counts: dict[int, int] = {}
+    for op in module.walk():
+        for v in op.operands:
+            counts[id(v)] = counts.get(id(v), 0) + 1
+    return counts
+
+
+def replace_values(module: Module, mapping: dict[int, Value]) -> None:
+    """Substitute operands everywhere: mapping is id(old value) -> new value."""
+    if not mapping:
+        return
+    for op in module.walk():
+        for i, v in enumerate(op.operands):
+            new = mapping.get(id(v))
+            if new is not None:
+                while id(new) in mapping:
+                    new = mapping[id(new)]
+                op.operands[i] = new
+
+
+def apply_patterns(module: Module, patterns: Patterns, max_rounds: int = 10) -> bool:
+    """Run the patterns to a fixed point; returns whether anything changed."""
+    changed_any = False
+    for _ in range(max_rounds):
+        mapping: dict[int, Value] = {}
+        changed = False
+        for block in list(walk_blocks(module)):
+            i = 0
+            while i < len(block.operations):
+                op = block.operations[i]
+                for k, v in enumerate(op.operands):
+                    if id(v) in mapping:
+                        new = mapping[id(v)]
+                        while id(new) in mapping:
+                            new = mapping[id(new)]
+                        op.operands[k] = new
+                replaced = None
+                for pat in patterns.for_op(op.name):
+                    b = Builder(block, i, op.location, op.source)
+                    out = pat(op, b)
+                    if out is not None:
+                        replaced = list(out)
+                        i = b.index  # op's index now: the ops just built stand before it
+                        break
+                    if b.index != i:
+                        raise ValueError(f"pattern {pat.__name__} built ops but returned None")
+                if replaced is None:
+                    i += 1
+                    continue
+                if len(replaced) != len(op.results):
+                    raise ValueError(f"pattern for {op.name} returned {len(replaced)} values for "
+                                     f"{len(op.results)} results")
+                for r, new in zip(op.results, replaced):
+                    if new is not r:
+                        mapping[id(r)] = new
+                if all(new is not r for r, new in zip(op.results, replaced)) and is_pure(op):
+                    del block.operations[i]
+                else:
+                    i += 1
+                changed = True
+        replace_values(module, mapping)  # uses inside regions visited before their definition's rewrite
+        changed_any |= changed
+        if not changed:
+            break
+    return changed_any
