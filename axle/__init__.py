@@ -6,7 +6,7 @@
 """
 __version__ = "0.1.0"
 
-__all__ = ["interpret", "parse_module", "__version__"]
+__all__ = ["compile", "interpret", "parse_module", "__version__"]
 
 
 def __getattr__(name):  # lazy: `import axle` stays cheap
@@ -17,3 +17,26 @@ def __getattr__(name):  # lazy: `import axle` stays cheap
         from axle.ir import parse_module
         return parse_module
     raise AttributeError(f"module 'axle' has no attribute {name!r}")
+
+
+def compile(module, backend: str = "cpu", entry: str = "main", **options):
+    """Compile a module (an axle.ir.Module or StableHLO text) for a backend; returns an
+    executable: call it with numpy arrays."""
+    if isinstance(module, str):
+        from axle.ir import parse_module
+        module = parse_module(module)
+    if backend == "cpu":
+        from axle.backends.cpu import compile as cpu_compile
+        return cpu_compile(module, entry, **options)
+    if backend == "interpreter":
+        from axle.interpreter.evaluator import run_function
+
+        class _Interpreted:
+            def execute(self, args):
+                return run_function(module, list(args), entry)
+
+            def __call__(self, *args):
+                out = self.execute(args)
+                return out[0] if len(out) == 1 else tuple(out)
+        return _Interpreted()
+    raise ValueError(f"unknown backend '{backend}'; available: cpu, interpreter")

@@ -27,7 +27,7 @@ from typing import Optional
 
 from axle.tools.roundtrip import mlir_files, roundtrip_case
 
-BACKENDS = ("interpreter",)
+BACKENDS = ("interpreter", "cpu")
 
 
 @dataclass
@@ -118,8 +118,13 @@ def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
             lifted = lift(_parse(case.text, case.file), e)
             if passes == "default":
                 PassManager(default_pipeline(), verify_each=True).run(lifted.module)
-            from axle.interpreter.evaluator import run_function
-            lifted.run_checks(run_function(lifted.module, lifted.args, e))
+            if backend == "cpu":
+                from axle.backends.cpu.executable import CpuExecutable
+                outputs = CpuExecutable(lifted.module, e).execute(lifted.args)
+            else:
+                from axle.interpreter.evaluator import run_function
+                outputs = run_function(lifted.module, lifted.args, e)
+            lifted.run_checks(outputs)
         return Result(case.name, kind, "passed", "", time.perf_counter() - t0)
     except _Timeout:
         return Result(case.name, kind, "failed", f"timeout after {timeout:g} s", time.perf_counter() - t0)
@@ -197,7 +202,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                  epilog="example: axle conformance ../shared/conformance --jobs 2")
     ap.add_argument("paths", nargs="+", help=".mlir files or folders of them")
     ap.add_argument("--backend", default="interpreter", choices=BACKENDS, help="what runs the programs")
-    ap.add_argument("--passes", default="none", choices=("none", "default"),
+    ap.add_argument("--passes", default=None, choices=("none", "default"),
                     help="run the default pass pipeline first ('default'): inputs then become "
                          "arguments and checks run on the host, so folding cannot answer")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
@@ -205,6 +210,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--json", metavar="FILE", help="write every case's result to FILE")
     ap.add_argument("--quiet", action="store_true", help="no progress line")
     a = ap.parse_args(argv)
+    if a.passes is None:  # compiling backends run the default pipeline unless told otherwise
+        a.passes = "none" if a.backend == "interpreter" else "default"
     t0 = time.perf_counter()
     cases = collect_cases(a.paths)
     results = run_all(cases, a.backend, a.passes, a.jobs, a.timeout,

@@ -1,0 +1,1 @@
+"""Backends: a compile pipeline + code emission + an executable format, one folder each."""

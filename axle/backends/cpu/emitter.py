@@ -1,0 +1,306 @@
+"""The elemental emitter and the kernels of the CPU backend.
+
+`value_at(v, idx)` emits the code computing element `idx` of value `v`: a load when v
+lives in a buffer, otherwise the op's scalar rule applied to its operands' values at
+the mapped indices (broadcasts, transposes, reshapes, slices, pads, concatenations and
+iotas become index arithmetic). Kernels wrap it in loop nests: a loop over the output
+for an elementwise (fused) root, output loops around reduction loops for reduce and
+dot_general.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.scalar import I1, I8, I64, Unsupported
+from axle.backends.cpu.scalar_ops import RULES, convert
+from axle.ir.core import Operation, Value
+from axle.ir.types import ElementType, TensorType
+
+FUSIBLE = set(RULES) | {"stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
+                        "stablehlo.transpose", "stablehlo.slice", "stablehlo.iota", "stablehlo.constant",
+                        "stablehlo.concatenate", "stablehlo.pad", "stablehlo.reverse",
+                        "stablehlo.bitcast_convert"}
+
+
+def _ty(v: Value) -> TensorType:
+    t = v.type
+    if not isinstance(t, TensorType) or not t.is_static:
+        raise Unsupported(f"value of type {t}")
+    return t
+
+
+def _strides(shape) -> list[int]:
+    out, s = [], 1
+    for d in reversed(shape):
+        out.append(s)
+        s *= d
+    return out[::-1]
+
+
+class Emitter:
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder, buffers: dict):
+        self.module = module
+        self.b = builder
+        self.buffers = buffers  # id(value) -> ir pointer (i8*) of its buffer
+        self._globals = 0
+
+    # -- helpers
+    def intrinsic(self, name: str, t: ir.Type, args):
+        args = list(args)
+        fnty = ir.FunctionType(t, [t] * len(args))
+        return self.b.call(self.module.declare_intrinsic(name, [t], fnty), args)
+
+    def libm(self, name: str, args):
+        t = args[0].type
+        fname = {"float": name + "f", "double": name, "half": None}[str(t)]
+        if fname is None:  # compute in f32
+            args = [self.b.fpext(a, S.F32) for a in args]
+            return self.b.fptrunc(self.libm(name, args), S.F16)
+        fn = self.module.globals.get(fname)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(t, [t] * len(args)), fname)
+        return self.b.call(fn, list(args))
+
+    def const_i64(self, x: int) -> ir.Constant:
+        return ir.Constant(I64, int(x))
+
+    def element_ptr(self, base, et: ElementType, linear):
+        p = self.b.bitcast(base, S.mem_type(et).as_pointer())
+        return self.b.gep(p, [linear], inbounds=True)
+
+    def linear(self, idx, shape):
+        b = self.b
+        acc = None
+        for i, s in zip(idx, _strides(shape)):
+            term = i if s == 1 else b.mul(i, self.const_i64(s))
+            acc = term if acc is None else b.add(acc, term)
+        return acc if acc is not None else self.const_i64(0)
+
+    def delinear(self, lin, shape):
+        b = self.b
+        out = []
+        for s, d in zip(_strides(shape), shape):
+            q = b.udiv(lin, self.const_i64(s)) if s != 1 else lin
+            out.append(b.urem(q, self.const_i64(d)) if d != 1 else self.const_i64(0))
+        return out
+
+    def global_bytes(self, data: bytes):
+        arr = ir.ArrayType(I8, len(data))
+        g = ir.GlobalVariable(self.module, arr, f"const_{self._globals}")
+        self._globals += 1
+        g.global_constant = True
+        g.linkage = "internal"
+        g.align = 64
+        g.initializer = ir.Constant(arr, bytearray(data))
+        return self.b.bitcast(g, I8.as_pointer())
+
+    def alloca(self, t: ir.Type):
+        """A stack slot in the function's entry block (where mem2reg can promote it; an
+        alloca inside a loop would grow the stack every iteration)."""
+        b = self.b
+        here = b.block
+        b.position_at_start(b.function.entry_basic_block)
+        slot = b.alloca(t)
+        b.position_at_end(here)
+        return slot
+
+    # -- loops
+    def loop_nest(self, shape, body: Callable[[list], None]) -> None:
+        """for idx in ndindex(shape): body(idx)."""
+        b = self.b
+        if any(d == 0 for d in shape):
+            return
+        idx = []
+
+        def level(k):
+            if k == len(shape):
+                body(list(idx))
+                return
+            self.for_range(shape[k], lambda i: (idx.append(i), level(k + 1), idx.pop()))
+
+        level(0)
+
+    def for_range(self, n: int, body: Callable) -> None:
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block("loop")
+        exit_ = b.append_basic_block("loop.end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, "i")
+        i.add_incoming(self.const_i64(0), pre)
+        body(i)
+        nxt = b.add(i, self.const_i64(1))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_unsigned("<", nxt, self.const_i64(n)), head, exit_)
+        b.position_at_end(exit_)
+
+    def if_else(self, cond, then_fn, else_fn, t: ir.Type):
+        b = self.b
+        with b.if_else(cond) as (then, otherwise):
+            with then:
+                tv = then_fn()
+                tb = b.block
+            with otherwise:
+                ev = else_fn()
+                eb = b.block
+        phi = b.phi(t)
+        phi.add_incoming(tv, tb)
+        phi.add_incoming(ev, eb)
+        return phi
+
+    # -- element values
+    def value_at(self, v: Value, idx: list):
+        t = _ty(v)
+        et = t.element_type
+        if id(v) in self.buffers:
+            return S.load(self.b, self.element_ptr(self.buffers[id(v)], et, self.linear(idx, t.shape)), et)
+        op = getattr(v, "owner", None)
+        if not isinstance(op, Operation):
+            raise Unsupported("block argument without a buffer")
+        return self.op_at(op, idx)
+
+    def op_at(self, op: Operation, idx: list):
+        name = op.name
+        b = self.b
+        rt = _ty(op.results[0])
+        et = rt.element_type
+        if name == "stablehlo.constant":
+            arr = op.attributes["value"].array
+            flat = arr.reshape(-1)
+            if arr.size and (flat == flat[0]).all() and not (et.is_float and np.isnan(flat[0]) and not
+                                                              np.isnan(flat).all()):
+                if arr.dtype.kind == "f" or et.name == "bf16":
+                    bits = np.ascontiguousarray(flat).view(np.uint8).reshape(flat.size, -1)
+                    if (bits == bits[:1]).all():
+                        return S.constant(et, float(flat[0]))
+                else:
+                    return S.constant(et, flat[0])
+            key = ("const", id(op))
+            if key not in self.buffers:
+                self.buffers[key] = self.global_bytes(np.ascontiguousarray(
+                    arr.astype(np.uint8) if et.is_bool else arr).tobytes())
+            ptr = self.element_ptr(self.buffers[key], et, self.linear(idx, rt.shape))
+            return S.load(b, ptr, et)
+        if name == "stablehlo.iota":
+            d = op.attr("iota_dimension")
+            return convert(self, _INDEX_ET, et, idx[d])
+        if name == "stablehlo.broadcast_in_dim":
+            src = op.operands[0]
+            st = _ty(src)
+            dims = op.attr("broadcast_dimensions")
+            sidx = [self.const_i64(0) if st.shape[i] == 1 and rt.shape[d] != 1 else idx[d]
+                    for i, d in enumerate(dims)]
+            return self.value_at(src, sidx)
+        if name == "stablehlo.transpose":
+            perm = op.attr("permutation")
+            sidx = [None] * len(perm)
+            for i, p in enumerate(perm):
+                sidx[p] = idx[i]
+            return self.value_at(op.operands[0], sidx)
+        if name == "stablehlo.reshape":
+            st = _ty(op.operands[0])
+            return self.value_at(op.operands[0], self.delinear(self.linear(idx, rt.shape), st.shape))
+        if name == "stablehlo.slice":
+            starts, strides = op.attr("start_indices"), op.attr("strides")
+            sidx = [i if (s0 == 0 and st == 1) else b.add(b.mul(i, self.const_i64(st)) if st != 1 else i,
+                                                           self.const_i64(s0))
+                    for i, s0, st in zip(idx, starts, strides)]
+            return self.value_at(op.operands[0], sidx)
+        if name == "stablehlo.reverse":
+            dims = set(op.attr("dimensions"))
+            sidx = [b.sub(self.const_i64(rt.shape[k] - 1), i) if k in dims else i for k, i in enumerate(idx)]
+            return self.value_at(op.operands[0], sidx)
+        if name == "stablehlo.concatenate":
+            return self._concat_at(op, idx, rt)
+        if name == "stablehlo.pad":
+            return self._pad_at(op, idx, rt)
+        if name == "stablehlo.convert":
+            src = _ty(op.operands[0]).element_type
+            return S.finish(b, convert(self, src, et, self.value_at(op.operands[0], idx)), et)
+        if name == "stablehlo.bitcast_convert":
+            src = _ty(op.operands[0]).element_type
+            if src.bitwidth != et.bitwidth or src.is_bool or et.is_bool or "bf16" in (src.name, et.name):
+                raise Unsupported(f"bitcast_convert {src} -> {et}")
+            return b.bitcast(self.value_at(op.operands[0], idx), S.reg_type(et))
+        r = RULES.get(name)
+        if r is None:
+            raise Unsupported(op.where())
+        args = [self.value_at(v, idx) for v in op.operands]
+        in_et = _ty(op.operands[-1]).element_type
+        return S.finish(b, r(self, in_et, args, op), et)
+
+    def _concat_at(self, op, idx, rt):
+        dim = op.attr("dimension")
+        b = self.b
+        offsets = []
+        off = 0
+        for v in op.operands:
+            offsets.append(off)
+            off += _ty(v).shape[dim]
+        t = S.reg_type(rt.element_type)
+
+        def pick(k):
+            v = op.operands[k]
+            if k == len(op.operands) - 1:
+                return self.value_at(v, idx[:dim] + [b.sub(idx[dim], self.const_i64(offsets[k]))] + idx[dim + 1:])
+            end = offsets[k] + _ty(v).shape[dim]
+            inside = b.icmp_unsigned("<", idx[dim], self.const_i64(end))
+            return self.if_else(inside, lambda: self.value_at(
+                v, idx[:dim] + [b.sub(idx[dim], self.const_i64(offsets[k]))] + idx[dim + 1:]),
+                lambda: pick(k + 1), t)
+
+        return pick(0)
+
+    def _pad_at(self, op, idx, rt):
+        b = self.b
+        lo, interior = op.attr("edge_padding_low"), op.attr("interior_padding")
+        st = _ty(op.operands[0])
+        cond = ir.Constant(I1, 1)
+        sidx = []
+        for k, i in enumerate(idx):
+            shifted = b.sub(i, self.const_i64(lo[k]))  # may be negative (as unsigned: huge)
+            step = interior[k] + 1
+            if step != 1:
+                ok = b.icmp_unsigned("==", b.urem(shifted, self.const_i64(step)), self.const_i64(0))
+                cond = b.and_(cond, ok)
+                shifted = b.udiv(shifted, self.const_i64(step))
+            cond = b.and_(cond, b.icmp_signed(">=", b.sub(i, self.const_i64(lo[k])), self.const_i64(0)))
+            cond = b.and_(cond, b.icmp_signed("<", shifted, self.const_i64(st.shape[k])))
+            sidx.append(shifted)
+        t = S.reg_type(rt.element_type)
+        return self.if_else(cond, lambda: self.value_at(op.operands[0], sidx),
+                            lambda: self.value_at(op.operands[1], []), t)
+
+    # -- scalar regions (reduce bodies)
+    def region_scalars(self, region, args: list) -> list:
+        block = region.blocks[0]
+        env = {id(a): v for a, v in zip(block.arguments, args)}
+        for op in block.operations:
+            if op.name == "stablehlo.return":
+                return [env[id(v)] for v in op.operands]
+            r = RULES.get(op.name)
+            ins = [env[id(v)] if id(v) in env else self._outer_scalar(v) for v in op.operands]
+            if op.name == "stablehlo.convert":
+                out = convert(self, _ty(op.operands[0]).element_type, _ty(op.results[0]).element_type, ins[0])
+            elif op.name == "stablehlo.constant":
+                out = self.op_at(op, [])
+            elif r is None:
+                raise Unsupported(f"{op.where()} in a reduction body")
+            else:
+                out = r(self, _ty(op.operands[-1]).element_type, ins, op)
+            env[id(op.results[0])] = S.finish(self.b, out, _ty(op.results[0]).element_type)
+        raise Unsupported("reduction body without a return")
+
+    def _outer_scalar(self, v):
+        t = _ty(v)
+        if t.shape != ():
+            raise Unsupported("reduction body uses a non-scalar value from outside")
+        return self.value_at(v, [])
+
+
+_INDEX_ET = __import__("axle.ir.types", fromlist=["i64"]).i64

@@ -1,0 +1,71 @@
+"""LLVM for the host CPU: one target machine, the optimization pipeline, and the JIT.
+
+Facts this relies on (measured, see ../shared/DESIGN.md): loops only vectorize 8-wide
+when the target machine is built for the host CPU name and features and the pipeline
+tuning options turn loop and SLP vectorization on; LLJIT reports unresolved symbols
+as errors (MCJIT would bind them to NULL); an LLVM fatal error kills the process, so
+every module is verified before code generation.
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+
+_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=None)
+def _init() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def target_machine(opt: int = 3):
+    """A fresh target machine for the host (each JIT owns its own; sharing one crashes)."""
+    _init()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+                                        opt=opt, reloc="pic", codemodel="jitdefault")
+
+
+def triple() -> str:
+    _init()
+    return llvm.get_process_triple()
+
+
+def data_layout() -> str:
+    return str(target_machine().target_data)
+
+
+def optimize(mod, tm, level: int = 3) -> None:
+    """Run LLVM's O`level` pipeline with loop and SLP vectorization on."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(mod, pb)
+
+
+def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
+    """Parse, verify, optimize and JIT-link LLVM IR; returns (resource tracker, {name: address}, asm)."""
+    with _LOCK:
+        _init()
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+        tm = target_machine(opt)
+        mod.triple = triple()
+        mod.data_layout = str(tm.target_data)
+        if opt:
+            optimize(mod, tm, opt)
+        optimized = str(mod)
+        lib = llvm.JITLibraryBuilder().add_ir(optimized).add_current_process()
+        for name in exports:
+            lib.export_symbol(name)
+        jit = llvm.create_lljit_compiler(tm)
+        tracker = lib.link(jit, "axle_" + str(id(mod)))
+        addresses = {name: tracker[name] for name in exports}
+        return (jit, tracker), addresses, optimized

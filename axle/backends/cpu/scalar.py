@@ -1,0 +1,90 @@
+"""Scalar code for one element: LLVM types of element types and the per-op scalar rules.
+
+Registers hold f16 as half, f32/f64 as float/double, bf16 as float (rounded to bf16 after
+every op, as the spec's bf16 semantics require), integers as iN (signedness chosen per
+instruction), i1 as i1. In memory i1 is a byte (numpy's bool) and bf16 is an i16.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from axle.ir.types import ElementType
+
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+
+
+class Unsupported(Exception):
+    """An op or type the CPU backend cannot compile (yet)."""
+
+
+def reg_type(et: ElementType) -> ir.Type:
+    if not isinstance(et, ElementType):
+        raise Unsupported(f"element type {et}")
+    if et.is_bool:
+        return I1
+    if et.is_int:
+        if et.bitwidth < 8:
+            raise Unsupported(f"element type {et} (sub-byte integers)")
+        return ir.IntType(et.bitwidth)
+    if et.name == "f16":
+        return F16
+    if et.name in ("f32", "bf16"):
+        return F32
+    if et.name == "f64":
+        return F64
+    raise Unsupported(f"element type {et}")
+
+
+def mem_type(et: ElementType) -> ir.Type:
+    if et.is_bool:
+        return I8
+    if et.name == "bf16":
+        return I16
+    return reg_type(et)
+
+
+def load(b: ir.IRBuilder, ptr, et: ElementType):
+    v = b.load(ptr)
+    if et.is_bool:
+        return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    if et.name == "bf16":
+        wide = b.shl(b.zext(v, I32), ir.Constant(I32, 16))
+        return b.bitcast(wide, F32)
+    return v
+
+
+def store(b: ir.IRBuilder, value, ptr, et: ElementType):
+    if et.is_bool:
+        value = b.zext(value, I8)
+    elif et.name == "bf16":
+        value = b.trunc(b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16)), I16)
+    b.store(value, ptr)
+
+
+def round_bf16(b: ir.IRBuilder, x):
+    """Round an f32 register to the nearest bf16 (ties to even), keeping NaN a NaN."""
+    bits = b.bitcast(x, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
+    cleared = b.and_(rounded, ir.Constant(I32, 0xFFFF0000))
+    nan = b.fcmp_unordered("uno", x, x)
+    quiet = b.or_(b.and_(bits, ir.Constant(I32, 0xFFFF0000)), ir.Constant(I32, 0x00400000))
+    return b.bitcast(b.select(nan, quiet, cleared), F32)
+
+
+def finish(b: ir.IRBuilder, value, et: ElementType):
+    """Bring a freshly computed register to the element type's precision."""
+    if et.name == "bf16":
+        return round_bf16(b, value)
+    return value
+
+
+def constant(et: ElementType, x) -> ir.Constant:
+    t = reg_type(et)
+    if et.is_bool:
+        return ir.Constant(I1, int(bool(x)))
+    if et.is_int:
+        v = int(x)
+        return ir.Constant(t, v & ((1 << et.bitwidth) - 1))
+    return ir.Constant(t, float(x))

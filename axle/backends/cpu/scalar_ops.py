@@ -1,0 +1,311 @@
+"""Per-op scalar rules of the elemental emitter: one small function per StableHLO op.
+
+Each rule is `rule(e, et, args, op) -> register` where `e` is the Emitter (builder and
+helpers), `et` the element type of the operands (for compare/convert the types differ:
+see the rule) and `args` the operand registers. Integer division and shifts guard the
+cases LLVM leaves undefined, with the results the interpreter gives.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from axle.backends.cpu.scalar import I1, Unsupported, constant, reg_type
+
+RULES = {}
+
+
+def rule(*names):
+    def deco(fn):
+        for n in names:
+            RULES["stablehlo." + n] = fn
+        return fn
+    return deco
+
+
+def _is_float(et) -> bool:
+    return et.is_float
+
+
+# ---------------------------------------------------------------- arithmetic
+
+
+@rule("add")
+def _add(e, et, a, op):
+    return e.b.fadd(*a) if _is_float(et) else (e.b.or_(*a) if et.is_bool else e.b.add(*a))
+
+
+@rule("subtract")
+def _sub(e, et, a, op):
+    return e.b.fsub(*a) if _is_float(et) else e.b.sub(*a)
+
+
+@rule("multiply")
+def _mul(e, et, a, op):
+    return e.b.fmul(*a) if _is_float(et) else (e.b.and_(*a) if et.is_bool else e.b.mul(*a))
+
+
+@rule("divide")
+def _div(e, et, a, op):
+    b = e.b
+    if _is_float(et):
+        return b.fdiv(*a)
+    x, y = a
+    t = x.type
+    zero, one, ones = ir.Constant(t, 0), ir.Constant(t, 1), ir.Constant(t, -1)
+    by_zero = b.icmp_unsigned("==", y, zero)
+    if et.is_unsigned:
+        q = b.udiv(x, b.select(by_zero, one, y))
+        return b.select(by_zero, ones, q)
+    minv = ir.Constant(t, 1 << (et.bitwidth - 1))
+    overflow = b.and_(b.icmp_signed("==", x, minv), b.icmp_signed("==", y, ones))
+    bad = b.or_(by_zero, overflow)
+    q = b.sdiv(x, b.select(bad, one, y))
+    return b.select(by_zero, ones, b.select(overflow, minv, q))
+
+
+@rule("remainder")
+def _rem(e, et, a, op):
+    b = e.b
+    if _is_float(et):
+        return b.frem(*a)
+    x, y = a
+    t = x.type
+    zero, one, ones = ir.Constant(t, 0), ir.Constant(t, 1), ir.Constant(t, -1)
+    by_zero = b.icmp_unsigned("==", y, zero)
+    if et.is_unsigned:
+        return b.select(by_zero, x, b.urem(x, b.select(by_zero, one, y)))
+    minv = ir.Constant(t, 1 << (et.bitwidth - 1))
+    overflow = b.and_(b.icmp_signed("==", x, minv), b.icmp_signed("==", y, ones))
+    r = b.srem(x, b.select(b.or_(by_zero, overflow), one, y))
+    return b.select(by_zero, x, b.select(overflow, zero, r))
+
+
+def _minmax(e, et, a, is_max):
+    b = e.b
+    if _is_float(et):
+        return e.intrinsic("llvm.maximum" if is_max else "llvm.minimum", a[0].type, a)
+    if et.is_bool or et.is_unsigned:
+        c = b.icmp_unsigned(">" if is_max else "<", *a)
+    else:
+        c = b.icmp_signed(">" if is_max else "<", *a)
+    return b.select(c, a[0], a[1])
+
+
+@rule("maximum")
+def _max(e, et, a, op):
+    return _minmax(e, et, a, True)
+
+
+@rule("minimum")
+def _min(e, et, a, op):
+    return _minmax(e, et, a, False)
+
+
+@rule("negate")
+def _neg(e, et, a, op):
+    return e.b.fneg(a[0]) if _is_float(et) else e.b.sub(ir.Constant(a[0].type, 0), a[0])
+
+
+@rule("abs")
+def _abs(e, et, a, op):
+    if _is_float(et):
+        return e.intrinsic("llvm.fabs", a[0].type, a)
+    if et.is_unsigned:
+        return a[0]
+    x = a[0]
+    return e.b.select(e.b.icmp_signed("<", x, ir.Constant(x.type, 0)), e.b.sub(ir.Constant(x.type, 0), x), x)
+
+
+@rule("sign")
+def _sign(e, et, a, op):
+    b, x = e.b, a[0]
+    t = x.type
+    if _is_float(et):
+        one, mone = ir.Constant(t, 1.0), ir.Constant(t, -1.0)
+        return b.select(b.fcmp_ordered(">", x, ir.Constant(t, 0.0)), one,
+                        b.select(b.fcmp_ordered("<", x, ir.Constant(t, 0.0)), mone, x))
+    if et.is_unsigned:
+        return b.zext(b.icmp_unsigned("!=", x, ir.Constant(t, 0)), t)
+    pos = b.zext(b.icmp_signed(">", x, ir.Constant(t, 0)), t)
+    neg = b.zext(b.icmp_signed("<", x, ir.Constant(t, 0)), t)
+    return b.sub(pos, neg)
+
+
+# ---------------------------------------------------------------- math functions
+
+_INTRINSIC_MATH = {"sqrt": "llvm.sqrt", "exponential": "llvm.exp", "log": "llvm.log", "sine": "llvm.sin",
+                   "cosine": "llvm.cos", "floor": "llvm.floor", "ceil": "llvm.ceil",
+                   "round_nearest_even": "llvm.roundeven", "round_nearest_afz": "llvm.round"}
+_LIBM = {"tanh": "tanh", "exponential_minus_one": "expm1", "log_plus_one": "log1p", "tan": "tan",
+         "cbrt": "cbrt"}
+
+
+def _math(name):
+    def fn(e, et, a, op):
+        if not _is_float(et):
+            raise Unsupported(f"stablehlo.{name} on {et}")
+        if name in _INTRINSIC_MATH:
+            return e.intrinsic(_INTRINSIC_MATH[name], a[0].type, a)
+        return e.libm(_LIBM[name], a)
+    return fn
+
+
+for _n in list(_INTRINSIC_MATH) + list(_LIBM):
+    RULES["stablehlo." + _n] = _math(_n)
+
+
+@rule("rsqrt")
+def _rsqrt(e, et, a, op):
+    s = e.intrinsic("llvm.sqrt", a[0].type, a)
+    return e.b.fdiv(ir.Constant(a[0].type, 1.0), s)
+
+
+@rule("logistic")
+def _logistic(e, et, a, op):
+    t = a[0].type
+    ex = e.intrinsic("llvm.exp", t, [e.b.fneg(a[0])])
+    return e.b.fdiv(ir.Constant(t, 1.0), e.b.fadd(ir.Constant(t, 1.0), ex))
+
+
+@rule("atan2")
+def _atan2(e, et, a, op):
+    return e.libm("atan2", a)
+
+
+@rule("power")
+def _pow(e, et, a, op):
+    if not _is_float(et):
+        raise Unsupported("integer stablehlo.power")
+    return e.intrinsic("llvm.pow", a[0].type, a)
+
+
+@rule("is_finite")
+def _is_finite(e, et, a, op):
+    x = a[0]
+    ax = e.intrinsic("llvm.fabs", x.type, [x])
+    return e.b.fcmp_ordered("<", ax, ir.Constant(x.type, float("inf")))
+
+
+# ---------------------------------------------------------------- bits
+
+
+@rule("and")
+def _and(e, et, a, op):
+    return e.b.and_(*a)
+
+
+@rule("or")
+def _or(e, et, a, op):
+    return e.b.or_(*a)
+
+
+@rule("xor")
+def _xor(e, et, a, op):
+    return e.b.xor(*a)
+
+
+@rule("not")
+def _not(e, et, a, op):
+    return e.b.not_(a[0])
+
+
+@rule("popcnt")
+def _popcnt(e, et, a, op):
+    return e.intrinsic("llvm.ctpop", a[0].type, a)
+
+
+@rule("count_leading_zeros")
+def _clz(e, et, a, op):
+    t = a[0].type
+    fn = e.module.declare_intrinsic("llvm.ctlz", [t], ir.FunctionType(t, [t, I1]))
+    return e.b.call(fn, [a[0], ir.Constant(I1, 0)])
+
+
+def _shift(kind):
+    def fn(e, et, a, op):
+        b = e.b
+        x, n = a
+        t = x.type
+        big = b.icmp_unsigned(">=", n, ir.Constant(t, et.bitwidth))
+        safe = b.select(big, ir.Constant(t, 0), n)
+        if kind == "shl":
+            return b.select(big, ir.Constant(t, 0), b.shl(x, safe))
+        if kind == "lshr":
+            return b.select(big, ir.Constant(t, 0), b.lshr(x, safe))
+        fill = b.ashr(x, ir.Constant(t, et.bitwidth - 1))
+        return b.select(big, fill, b.ashr(x, safe))
+    return fn
+
+
+RULES["stablehlo.shift_left"] = _shift("shl")
+RULES["stablehlo.shift_right_logical"] = _shift("lshr")
+RULES["stablehlo.shift_right_arithmetic"] = _shift("ashr")
+
+
+# ---------------------------------------------------------------- compare, select, clamp
+
+_FCMP = {"EQ": ("oeq", True), "NE": ("une", False), "LT": ("olt", True), "LE": ("ole", True),
+         "GT": ("ogt", True), "GE": ("oge", True)}
+_ICMP = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+@rule("compare")
+def _compare(e, et, a, op):
+    b = e.b
+    direction = op.attr("comparison_direction")
+    ctype = op.attr("compare_type")
+    if _is_float(et):
+        if ctype == "TOTALORDER":
+            raise Unsupported("compare with TOTALORDER")
+        pred, ordered = _FCMP[direction]
+        return b.fcmp_ordered(pred, *a) if ordered else b.fcmp_unordered(pred, *a)
+    if et.is_bool or et.is_unsigned:
+        return b.icmp_unsigned(_ICMP[direction], *a)
+    return b.icmp_signed(_ICMP[direction], *a)
+
+
+@rule("select")
+def _select(e, et, a, op):
+    return e.b.select(*a)
+
+
+@rule("clamp")
+def _clamp(e, et, a, op):
+    lo, x, hi = a
+    return _minmax(e, et, [_minmax(e, et, [x, lo], True), hi], False)
+
+
+# ---------------------------------------------------------------- conversions
+
+
+def convert(e, src, dst, x):
+    """Convert register x from element type src to dst (spec: convert)."""
+    b = e.b
+    st, dt = reg_type(src), reg_type(dst)
+    if dst.is_bool:
+        if src.is_float:
+            return b.fcmp_unordered("une", x, ir.Constant(st, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(st, 0))
+    if src.is_bool:
+        return b.uitofp(x, dt) if dst.is_float else b.zext(x, dt)
+    if src.is_float and dst.is_float:
+        if st == dt:
+            return x
+        return b.fpext(x, dt) if _fbits(st) < _fbits(dt) else b.fptrunc(x, dt)
+    if src.is_int and dst.is_float:
+        return b.uitofp(x, dt) if src.is_unsigned else b.sitofp(x, dt)
+    if src.is_float and dst.is_int:
+        name = "llvm.fptoui.sat" if dst.is_unsigned else "llvm.fptosi.sat"
+        fn = e.module.declare_intrinsic(name, [dt, st], ir.FunctionType(dt, [st]))
+        return b.call(fn, [x])
+    if src.is_int and dst.is_int:
+        if src.bitwidth == dst.bitwidth:
+            return x
+        if src.bitwidth > dst.bitwidth:
+            return b.trunc(x, dt)
+        return b.zext(x, dt) if src.is_unsigned else b.sext(x, dt)
+    raise Unsupported(f"convert {src} -> {dst}")
+
+
+def _fbits(t) -> int:
+    return {"half": 16, "float": 32, "double": 64}[str(t)]
