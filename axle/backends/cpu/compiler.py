@@ -3,13 +3,21 @@
 `compile_function(module, entry)` turns a function (after the default passes) into LLVM
 IR with one native entry, `void axle_entry(i8** buffers)`: buffers[0..n) are the
 arguments, then the results, then one arena holding every temporary at an offset
-fixed at compile time. An op's value is *materialized* (given a buffer) when it is a
-result, has several users, is not fusible, or feeds a kernel that reads memory (dot);
-every other fusible op is computed inside the loop of the kernel that reads it.
+fixed at compile time.
+
+Within a block, an op's value is *materialized* (given a buffer) when it is returned,
+has several users, is produced by a kernel (an op that is not fusible), or is read by a
+kernel that wants memory operands (dot, sort, ...). Every other fusible op is computed
+inside the loop of whoever reads it (the elemental emitter, emitter.py).
+
+Kernels are registered by op name in KERNELS (`@kernel(...)`): `fn(ctx, op)` emits the
+code for `op`, writing each result into `ctx.buffer(result)`. Nested regions (while,
+if, case bodies) are compiled by `ctx.emit_block`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import numpy as np
 from llvmlite import ir
@@ -17,11 +25,28 @@ from llvmlite import ir
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
-from axle.ir.core import Module, Operation, Value
+from axle.ir.core import Block, Module, Operation, Value
 from axle.ir.types import TensorType
 
-KERNELS = {"stablehlo.reduce", "stablehlo.dot_general"}
 ALIGN = 64
+
+
+@dataclass
+class KernelDef:
+    fn: Callable
+    memory_operands: bool = False  # operands must live in buffers (read many times)
+    check: Optional[Callable] = None  # check(op) raises Unsupported for cases not handled
+
+
+KERNELS: dict[str, KernelDef] = {}
+
+
+def kernel(*names: str, memory_operands: bool = False, check: Optional[Callable] = None):
+    def deco(fn):
+        for n in names:
+            KERNELS[n] = KernelDef(fn, memory_operands, check)
+        return fn
+    return deco
 
 
 @dataclass
@@ -30,202 +55,141 @@ class Program:
     arg_types: list
     result_types: list
     arena_bytes: int
-    kernels: list = field(default_factory=list)  # (op name, location, materialized shape) per kernel
+    kernels: list = field(default_factory=list)  # (op name, where, shape) per emitted kernel
 
 
-def _nbytes(t: TensorType) -> int:
+def nbytes(t: TensorType) -> int:
     return int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
 
 
-def compile_function(module: Module, entry: str = "main") -> Program:
-    fn = module.function(entry)
-    block = fn.body
-    ret = block.operations[-1]
-    ops = block.operations[:-1]
-    for a in block.arguments:
-        _ty(a)
-    for op in ops:
+def check_supported(block: Block) -> None:
+    for op in block.operations:
+        if op.name in ("func.return", "stablehlo.return"):
+            continue
         if op.name not in FUSIBLE and op.name not in KERNELS:
             raise Unsupported(f"{op.where()} is not supported by the cpu backend yet")
+        k = KERNELS.get(op.name)
+        if k is not None and k.check is not None:
+            k.check(op)
         for r in op.results:
             _ty(r)
-        if op.name == "stablehlo.reduce":
-            _check_reduce_body(op)
-    uses: dict[int, int] = {}
-    for op in ops + [ret]:
-        for v in op.operands:
-            uses[id(v)] = uses.get(id(v), 0) + 1
-    returned = {id(v) for v in ret.operands}
-    materialized = []
-    for op in ops:
-        for r in op.results:
-            if op.name in KERNELS or id(r) in returned or uses.get(id(r), 0) > 1:
-                materialized.append(r)
-        if op.name == "stablehlo.dot_general":
-            for v in op.operands:  # dots read their operands many times: give them memory
-                owner = getattr(v, "owner", None)
-                if isinstance(owner, Operation) and owner.name != "stablehlo.constant" and v not in materialized:
-                    materialized.append(v)
 
+
+class Context:
+    """Code generation state of one program: builder, emitter, arena and kernel list."""
+
+    def __init__(self, mod: ir.Module, b: ir.IRBuilder, arena):
+        self.mod = mod
+        self.b = b
+        self.em = Emitter(mod, b, {})
+        self.arena = arena
+        self.offset = 0
+        self.kernels: list = []
+
+    def buffer(self, v: Value):
+        return self.em.buffers[id(v)]
+
+    def has_buffer(self, v: Value) -> bool:
+        return id(v) in self.em.buffers
+
+    def temp(self, t: TensorType):
+        """A fresh temporary buffer in the arena (no reuse yet: buffer assignment is to come)."""
+        ptr = self.b.gep(self.arena, [ir.Constant(I64, self.offset)], inbounds=True)
+        self.offset += (max(nbytes(t), 1) + ALIGN - 1) // ALIGN * ALIGN
+        return ptr
+
+    def copy(self, v: Value, dst) -> None:
+        """Write every element of v into buffer dst."""
+        t = _ty(v)
+        em = self.em
+        em.loop_nest(t.shape, lambda idx: S.store(self.b, em.value_at(v, idx),
+                                                   em.element_ptr(dst, t.element_type, em.linear(idx, t.shape)),
+                                                   t.element_type))
+
+    def emit_block(self, block: Block, results_into: Optional[list] = None) -> list:
+        """Emit a block's ops; returns its terminator's operands. `results_into[k]`, when
+        given, is a buffer the k-th returned value is written to (directly by its producer
+        when possible, else by a copy)."""
+        check_supported(block)
+        ops = block.operations[:-1]
+        ret = block.operations[-1]
+        uses: dict[int, int] = {}
+        for op in block.operations:
+            for v in op.operands:
+                uses[id(v)] = uses.get(id(v), 0) + 1
+        targets: dict[int, object] = {}
+        copies = []
+        for k, v in enumerate(ret.operands):
+            dst = results_into[k] if results_into is not None else None
+            if dst is None:
+                continue
+            owner = getattr(v, "owner", None)
+            if id(v) in targets or not isinstance(owner, Operation) or owner.parent is not block \
+                    or (owner.name == "stablehlo.constant"):
+                copies.append((v, dst))
+            else:
+                targets[id(v)] = dst
+        want = set()
+        for op in ops:
+            kd = KERNELS.get(op.name)
+            for r in op.results:
+                if kd is not None or id(r) in targets or uses.get(id(r), 0) > 1 \
+                        or (results_into is None and r in ret.operands):
+                    want.add(id(r))
+            if kd is not None and kd.memory_operands:
+                for v in op.operands:
+                    o = getattr(v, "owner", None)
+                    if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":
+                        want.add(id(v))
+        for op in ops:
+            mats = [r for r in op.results if id(r) in want]
+            if not mats:
+                continue
+            for r in op.results:
+                if not self.has_buffer(r):
+                    self.em.buffers[id(r)] = targets.get(id(r)) or self.temp(_ty(r))
+            self.kernels.append((op.name, op.where(), list(_ty(op.results[0]).shape)))
+            kd = KERNELS.get(op.name)
+            if kd is not None:
+                kd.fn(self, op)
+            else:
+                emit_elementwise(self, op)
+        for v, dst in copies:
+            self.copy(v, dst)
+        return list(ret.operands)
+
+
+def emit_elementwise(ctx: Context, op: Operation) -> None:
+    r = op.results[0]
+    t = _ty(r)
+    et = t.element_type
+    em = ctx.em
+    dst = ctx.buffer(r)
+    em.loop_nest(t.shape, lambda idx: S.store(em.b, em.op_at(op, idx),
+                                               em.element_ptr(dst, et, em.linear(idx, t.shape)), et))
+
+
+def compile_function(module: Module, entry: str = "main") -> Program:
+    import axle.backends.cpu.kernels  # noqa: F401  (registers the kernels)
+    fn = module.function(entry)
+    block = fn.body
+    for a in block.arguments:
+        _ty(a)
     mod = ir.Module(name="axle")
     fnty = ir.FunctionType(ir.VoidType(), [I8.as_pointer().as_pointer()])
     func = ir.Function(mod, fnty, "axle_entry")
     bufs = func.args[0]
     b = ir.IRBuilder(func.append_basic_block("entry"))
-    em = Emitter(mod, b, {})
 
     def slot(i):
         return b.load(b.gep(bufs, [ir.Constant(I64, i)], inbounds=True))
 
     n_args = len(block.arguments)
+    n_res = len(fn.function_type.results)
+    ctx = Context(mod, b, slot(n_args + n_res))
     for i, a in enumerate(block.arguments):
-        em.buffers[id(a)] = slot(i)
-    # results: the value's own buffer is the result buffer the caller passes
-    result_slot = {}
-    copies = []
-    for k, v in enumerate(ret.operands):
-        if id(v) in result_slot or not isinstance(getattr(v, "owner", None), Operation) \
-                or v.owner.name == "stablehlo.constant" and v not in materialized:
-            copies.append((k, v))
-        else:
-            result_slot[id(v)] = n_args + k
-    arena = slot(n_args + len(ret.operands))
-    offset = 0
-    for v in materialized:
-        if id(v) in result_slot:
-            em.buffers[id(v)] = slot(result_slot[id(v)])
-        else:
-            em.buffers[id(v)] = b.gep(arena, [ir.Constant(I64, offset)], inbounds=True)
-            offset += (_nbytes(_ty(v)) + ALIGN - 1) // ALIGN * ALIGN
-    kernels = []
-    done = set()
-    for op in ops:
-        if not any(id(r) in em.buffers and r in materialized for r in op.results):
-            continue
-        if id(op) in done:
-            continue
-        done.add(id(op))
-        kernels.append((op.name, op.where(), list(_ty(op.results[0]).shape)))
-        if op.name == "stablehlo.reduce":
-            _emit_reduce(em, op)
-        elif op.name == "stablehlo.dot_general":
-            _emit_dot(em, op)
-        else:
-            _emit_elementwise(em, op)
-    for k, v in copies:
-        t = _ty(v)
-        dst = slot(n_args + k)
-        em.loop_nest(t.shape, lambda idx, v=v, t=t, dst=dst: S.store(
-            b, em.value_at(v, idx), em.element_ptr(dst, t.element_type, em.linear(idx, t.shape)), t.element_type))
-        kernels.append(("copy", "", list(t.shape)))
+        ctx.em.buffers[id(a)] = slot(i)
+    ctx.emit_block(block, [slot(n_args + k) for k in range(n_res)])
     b.ret_void()
-    return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), offset, kernels)
-
-
-def _check_reduce_body(op: Operation) -> None:
-    from axle.backends.cpu.scalar_ops import RULES
-    for o in op.regions[0].blocks[0].operations:
-        if o.name not in RULES and o.name not in ("stablehlo.return", "stablehlo.convert", "stablehlo.constant"):
-            raise Unsupported(f"{o.where()} inside the body of {op.where()}")
-
-
-def _emit_elementwise(em: Emitter, op: Operation) -> None:
-    r = op.results[0]
-    t = _ty(r)
-    et = t.element_type
-    dst = em.buffers[id(r)]
-
-    def body(idx):
-        S.store(em.b, em.op_at(op, idx), em.element_ptr(dst, et, em.linear(idx, t.shape)), et)
-
-    em.loop_nest(t.shape, body)
-
-
-def _emit_reduce(em: Emitter, op: Operation) -> None:
-    b = em.b
-    n = len(op.results)
-    inputs, inits = op.operands[:n], op.operands[n:]
-    dims = sorted(op.attr("dimensions"))
-    in_t = _ty(inputs[0])
-    out_ts = [_ty(r) for r in op.results]
-    kept = [d for d in range(in_t.rank) if d not in dims]
-    region = op.regions[0]
-    body_ets = [a.type.element_type for a in region.blocks[0].arguments[:n]]
-
-    def body(out_idx):
-        accs = []
-        for init, et in zip(inits, body_ets):
-            slot = em.alloca(S.reg_type(et))
-            b.store(em.value_at(init, []), slot)
-            accs.append(slot)
-        red_shape = [in_t.shape[d] for d in dims]
-
-        def inner(red_idx):
-            full = [None] * in_t.rank
-            for d, i in zip(kept, out_idx):
-                full[d] = i
-            for d, i in zip(dims, red_idx):
-                full[d] = i
-            elems = [em.value_at(v, full) for v in inputs]
-            cur = [b.load(a) for a in accs]
-            new = em.region_scalars(region, cur + elems)
-            for a, v in zip(accs, new):
-                b.store(v, a)
-
-        em.loop_nest(red_shape, inner)
-        for a, r, t in zip(accs, op.results, out_ts):
-            S.store(b, b.load(a), em.element_ptr(em.buffers[id(r)], t.element_type, em.linear(out_idx, t.shape)),
-                    t.element_type)
-
-    em.loop_nest([out_ts[0].shape[i] for i in range(out_ts[0].rank)], body)
-
-
-def _emit_dot(em: Emitter, op: Operation) -> None:
-    b = em.b
-    lhs, rhs = op.operands
-    lt, rt_, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
-    dn = op.attr("dot_dimension_numbers")
-    lb, rb = dn["lhs_batching_dimensions"], dn["rhs_batching_dimensions"]
-    lc, rc = dn["lhs_contracting_dimensions"], dn["rhs_contracting_dimensions"]
-    lfree = [d for d in range(lt.rank) if d not in lb and d not in lc]
-    rfree = [d for d in range(rt_.rank) if d not in rb and d not in rc]
-    oet = ot.element_type
-    lhs_et, rhs_et = lt.element_type, rt_.element_type
-    if oet.is_float:
-        acc_et = __import__("axle.ir.types", fromlist=["f32"]).f32 if oet.bitwidth <= 32 else oet
-    else:
-        acc_et = oet
-    from axle.backends.cpu.scalar_ops import RULES, convert
-    add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
-    dst = em.buffers[id(op.results[0])]
-
-    def body(oidx):
-        nb = len(lb)
-        bidx, li, ri = oidx[:nb], oidx[nb:nb + len(lfree)], oidx[nb + len(lfree):]
-        acc = em.alloca(S.reg_type(acc_et))
-        b.store(S.constant(acc_et, 0), acc)
-
-        def inner(cidx):
-            lfull, rfull = [None] * lt.rank, [None] * rt_.rank
-            for d, i in zip(lb, bidx):
-                lfull[d] = i
-            for d, i in zip(rb, bidx):
-                rfull[d] = i
-            for d, i in zip(lfree, li):
-                lfull[d] = i
-            for d, i in zip(rfree, ri):
-                rfull[d] = i
-            for d, i in zip(lc, cidx):
-                lfull[d] = i
-            for d, i in zip(rc, cidx):
-                rfull[d] = i
-            x = convert(em, lhs_et, acc_et, em.value_at(lhs, lfull))
-            y = convert(em, rhs_et, acc_et, em.value_at(rhs, rfull))
-            p = mul(em, acc_et, [x, y], op)
-            b.store(add(em, acc_et, [b.load(acc), p], op), acc)
-
-        em.loop_nest([lt.shape[d] for d in lc], inner)
-        out = S.finish(b, convert(em, acc_et, oet, b.load(acc)), oet)
-        S.store(b, out, em.element_ptr(dst, oet, em.linear(oidx, ot.shape)), oet)
-
-    em.loop_nest(list(ot.shape), body)
+    return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
+                   ctx.kernels)

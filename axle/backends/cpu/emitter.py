@@ -20,10 +20,31 @@ from axle.backends.cpu.scalar_ops import RULES, convert
 from axle.ir.core import Operation, Value
 from axle.ir.types import ElementType, TensorType
 
-FUSIBLE = set(RULES) | {"stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
-                        "stablehlo.transpose", "stablehlo.slice", "stablehlo.iota", "stablehlo.constant",
-                        "stablehlo.concatenate", "stablehlo.pad", "stablehlo.reverse",
-                        "stablehlo.bitcast_convert"}
+# Extra fusible ops registered from other files: name -> fn(emitter, op, idx) -> register.
+ELEMENT_MAPPERS: dict = {}
+
+
+def element_mapper(*names):
+    """Register how to compute one element of an op's result (makes the op fusible)."""
+    def deco(fn):
+        for n in names:
+            ELEMENT_MAPPERS[n] = fn
+        return fn
+    return deco
+
+
+class _Fusible:
+    """The set of fusible op names: scalar rules, index-mapping ops, registered mappers."""
+
+    BUILTIN = {"stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
+               "stablehlo.transpose", "stablehlo.slice", "stablehlo.iota", "stablehlo.constant",
+               "stablehlo.concatenate", "stablehlo.pad", "stablehlo.reverse", "stablehlo.bitcast_convert"}
+
+    def __contains__(self, name) -> bool:
+        return name in RULES or name in self.BUILTIN or name in ELEMENT_MAPPERS
+
+
+FUSIBLE = _Fusible()
 
 
 def _ty(v: Value) -> TensorType:
@@ -167,6 +188,9 @@ class Emitter:
     def op_at(self, op: Operation, idx: list):
         name = op.name
         b = self.b
+        mapper = ELEMENT_MAPPERS.get(name)
+        if mapper is not None:
+            return mapper(self, op, idx)
         rt = _ty(op.results[0])
         et = rt.element_type
         if name == "stablehlo.constant":
