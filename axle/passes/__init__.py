@@ -19,7 +19,7 @@ def register_pass(cls):
 
 
 _MODULES = ("inline", "dead_code", "cse", "constant_folding", "simplify", "dot_canonicalize",
-            "chlo_expand", "expanders")
+            "chlo_expand", "expanders", "refine_shapes")
 for _m in _MODULES:
     try:
         importlib.import_module(f"axle.passes.{_m}")
