@@ -56,6 +56,21 @@ class Program:
     result_types: list
     arena_bytes: int
     kernels: list = field(default_factory=list)  # (op name, where, shape) per emitted kernel
+    allocations: list = field(default_factory=list)  # (offset, size, value, kernel index) per temporary
+
+    def buffer_report(self, top: int = 5) -> str:
+        """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
+        at the peak (the op, where it is in the source, its shape) — for out-of-memory hunts."""
+        total = sum(size for _, size, _, _ in self.allocations)
+        lines = [f"temporaries: {len(self.allocations)} buffers, {total} bytes if none shared; "
+                 f"arena (peak) {self.arena_bytes} bytes "
+                 f"({100.0 * self.arena_bytes / total if total else 0:.0f}% of the sum)"]
+        biggest = sorted(self.allocations, key=lambda a: -a[1])[:top]
+        for off, size, v, k in biggest:
+            owner = getattr(v, "owner", None)
+            where = owner.where() if owner is not None else "(kernel scratch)"
+            lines.append(f"  {size:>12} bytes at offset {off:>10}: {where} {getattr(v, 'type', '')}")
+        return "\n".join(lines)
 
 
 def nbytes(t: TensorType) -> int:
@@ -83,7 +98,11 @@ class Context:
         self.b = b
         self.em = Emitter(mod, b, {})
         self.arena = arena
-        self.offset = 0
+        self.offset = 0  # arena size so far (the peak of temporary memory)
+        self.free: list[tuple[int, int]] = []  # (offset, size) of released blocks
+        self.live: dict[int, tuple] = {}  # offset -> (size, value) of live temporaries
+        self.allocations: list = []  # (offset, size, value, kernel index) for the report
+        self._offsets: dict[int, int] = {}  # id(value) -> offset of its temporary
         self.kernels: list = []
 
     def buffer(self, v: Value):
@@ -92,11 +111,39 @@ class Context:
     def has_buffer(self, v: Value) -> bool:
         return id(v) in self.em.buffers
 
-    def temp(self, t: TensorType):
-        """A fresh temporary buffer in the arena (no reuse yet: buffer assignment is to come)."""
-        ptr = self.b.gep(self.arena, [ir.Constant(I64, self.offset)], inbounds=True)
-        self.offset += (max(nbytes(t), 1) + ALIGN - 1) // ALIGN * ALIGN
-        return ptr
+    def temp(self, t: TensorType, value: Optional[Value] = None):
+        """A temporary buffer in the arena: the smallest released block that fits (best fit),
+        else fresh space at the end. `release(value)` returns it once its last reader ran."""
+        size = (max(nbytes(t), 1) + ALIGN - 1) // ALIGN * ALIGN
+        fit = [(sz, off) for off, sz in self.free if sz >= size]
+        if fit:
+            sz, off = min(fit)
+            self.free.remove((off, sz))
+            if sz > size:
+                self.free.append((off + size, sz - size))
+        else:
+            off = self.offset
+            self.offset += size
+        self.live[off] = (size, value)
+        self.allocations.append((off, size, value, len(self.kernels)))
+        if value is not None:
+            self._offsets[id(value)] = off
+        return self.b.gep(self.arena, [ir.Constant(I64, off)], inbounds=True)
+
+    def release(self, value: Value) -> None:
+        off = self._offsets.pop(id(value), None)
+        if off is None or off not in self.live:
+            return
+        size, _ = self.live.pop(off)
+        self.free.append((off, size))
+        self.free.sort()
+        merged = []  # coalesce neighbours
+        for o, sz in self.free:
+            if merged and merged[-1][0] + merged[-1][1] == o:
+                merged[-1] = (merged[-1][0], merged[-1][1] + sz)
+            else:
+                merged.append((o, sz))
+        self.free = merged
 
     def copy(self, v: Value, dst) -> None:
         """Write every element of v into buffer dst."""
@@ -141,22 +188,67 @@ class Context:
                     o = getattr(v, "owner", None)
                     if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":
                         want.add(id(v))
-        for op in ops:
-            mats = [r for r in op.results if id(r) in want]
-            if not mats:
-                continue
+        last_read = _last_readers(block, want)
+        by_id = {id(r): r for op in ops for r in op.results}
+        emitted = [op for op in ops if any(id(r) in want for r in op.results)]
+        for k, op in enumerate(emitted):
             for r in op.results:
                 if not self.has_buffer(r):
-                    self.em.buffers[id(r)] = targets.get(id(r)) or self.temp(_ty(r))
+                    self.em.buffers[id(r)] = targets.get(id(r)) or self.temp(_ty(r), r)
             self.kernels.append((op.name, op.where(), list(_ty(op.results[0]).shape)))
             kd = KERNELS.get(op.name)
             if kd is not None:
                 kd.fn(self, op)
             else:
                 emit_elementwise(self, op)
+            # buffer assignment: a temporary whose last reader has run can be reused
+            for v_id in last_read.get(id(op), ()):
+                v = by_id.get(v_id)
+                if v is not None and id(v) not in targets and v not in ret.operands:
+                    self.release(v)
         for v, dst in copies:
             self.copy(v, dst)
         return list(ret.operands)
+
+
+def _deps(v: Value, want: set, block: Block, memo: dict) -> set:
+    """The materialized values of `block` that computing v reads (through fused ops)."""
+    if id(v) in memo:
+        return memo[id(v)]
+    owner = getattr(v, "owner", None)
+    if id(v) in want or not isinstance(owner, Operation) or owner.parent is not block:
+        out = {id(v)} if id(v) in want else set()
+    else:
+        out = set()
+        for x in _reads(owner):
+            out |= _deps(x, want, block, memo)
+    memo[id(v)] = out
+    return out
+
+
+def _reads(op: Operation) -> list:
+    """Operands of op and the outside values its regions use."""
+    vals = list(op.operands)
+    for r in op.regions:
+        for inner in r.blocks[0].operations if r.blocks else []:
+            for o in inner.walk():
+                vals.extend(o.operands)
+    return vals
+
+
+def _last_readers(block: Block, want: set) -> dict:
+    """id(emitting op) -> ids of materialized values whose last reader that op is."""
+    memo: dict = {}
+    last: dict[int, int] = {}
+    order = [op for op in block.operations[:-1] if any(id(r) in want for r in op.results)]
+    for op in order:
+        for x in _reads(op):
+            for d in _deps(x, want, block, memo):
+                last[d] = id(op)
+    out: dict[int, list] = {}
+    for v, op_id in last.items():
+        out.setdefault(op_id, []).append(v)
+    return out
 
 
 def emit_elementwise(ctx: Context, op: Operation) -> None:
@@ -192,4 +284,4 @@ def compile_function(module: Module, entry: str = "main") -> Program:
     ctx.emit_block(block, [slot(n_args + k) for k in range(n_res)])
     b.ret_void()
     return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
-                   ctx.kernels)
+                   ctx.kernels, ctx.allocations)
