@@ -6,7 +6,6 @@ targets (x*1, x+(-0), transpose of transpose, ...); the interpreter runs each on
 inputs before and after the pipeline.
 """
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,99 +13,7 @@ from axle.interpreter.evaluator import run_function
 from axle.ir import parse_module
 from axle.ir.verifier import verify
 from axle.passes import PassManager, default_pipeline
-
-SHAPE = (3, 4)
-
-
-def _t(shape, et="f32"):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + et + ">"
-
-
-class _Prog:
-    def __init__(self):
-        self.lines = []
-        self.n = 0
-        self.values = []  # (name, shape)
-
-    def emit(self, text, shape):
-        name = f"%v{self.n}"
-        self.n += 1
-        self.lines.append(f"    {name} = {text}")
-        self.values.append((name, shape))
-        return name
-
-
-@st.composite
-def programs(draw):
-    p = _Prog()
-    p.values = [("%a", SHAPE), ("%b", SHAPE), ("%c", (SHAPE[1],))]
-    steps = draw(st.integers(3, 10))
-    for _ in range(steps):
-        kind = draw(st.sampled_from(["binary", "unary", "identity", "bcast", "transpose2", "reshape2",
-                                     "reduce", "dot", "const", "select"]))
-        full = [v for v in p.values if v[1] == SHAPE]
-        x = draw(st.sampled_from(full))[0]
-        y = draw(st.sampled_from(full))[0]
-        T = _t(SHAPE)
-        if kind == "binary":
-            op = draw(st.sampled_from(["add", "multiply", "subtract", "maximum", "minimum"]))
-            p.emit(f"stablehlo.{op} {x}, {y} : {T}", SHAPE)
-        elif kind == "unary":
-            op = draw(st.sampled_from(["negate", "exponential", "tanh", "abs", "logistic", "sine"]))
-            p.emit(f"stablehlo.{op} {x} : {T}", SHAPE)
-        elif kind == "identity":
-            which = draw(st.sampled_from(["mul1", "addm0", "negneg", "div1"]))
-            if which == "mul1":
-                one = p.emit(f"stablehlo.constant dense<1.0> : {T}", SHAPE)
-                p.emit(f"stablehlo.multiply {x}, {one} : {T}", SHAPE)
-            elif which == "addm0":
-                z = p.emit(f"stablehlo.constant dense<-0.0> : {T}", SHAPE)
-                p.emit(f"stablehlo.add {z}, {x} : {T}", SHAPE)
-            elif which == "div1":
-                one = p.emit(f"stablehlo.constant dense<1.0> : {T}", SHAPE)
-                p.emit(f"stablehlo.divide {x}, {one} : {T}", SHAPE)
-            else:
-                n1 = p.emit(f"stablehlo.negate {x} : {T}", SHAPE)
-                p.emit(f"stablehlo.negate {n1} : {T}", SHAPE)
-        elif kind == "bcast":
-            b1 = p.emit(f"stablehlo.broadcast_in_dim %c, dims = [1] : ({_t((SHAPE[1],))}) -> {T}", SHAPE)
-            p.emit(f"stablehlo.add {x}, {b1} : {T}", SHAPE)
-        elif kind == "transpose2":
-            TT = _t(SHAPE[::-1])
-            t1 = p.emit(f"stablehlo.transpose {x}, dims = [1, 0] : ({T}) -> {TT}", SHAPE[::-1])
-            p.emit(f"stablehlo.transpose {t1}, dims = [1, 0] : ({TT}) -> {T}", SHAPE)
-        elif kind == "reshape2":
-            R = _t((SHAPE[0] * SHAPE[1],))
-            r1 = p.emit(f"stablehlo.reshape {x} : ({T}) -> {R}", (SHAPE[0] * SHAPE[1],))
-            p.emit(f"stablehlo.reshape {r1} : ({R}) -> {T}", SHAPE)
-        elif kind == "reduce":
-            z = p.emit("stablehlo.constant dense<0.0> : tensor<f32>", ())
-            r = p.emit(f"stablehlo.reduce({x} init: {z}) applies stablehlo.add across dimensions = [0] : "
-                       f"({T}, tensor<f32>) -> {_t((SHAPE[1],))}", (SHAPE[1],))
-            b = p.emit(f"stablehlo.broadcast_in_dim {r}, dims = [1] : ({_t((SHAPE[1],))}) -> {T}", SHAPE)
-            p.emit(f"stablehlo.multiply {b}, {y} : {T}", SHAPE)
-        elif kind == "dot":
-            TT = _t(SHAPE[::-1])
-            t1 = p.emit(f"stablehlo.transpose {y}, dims = [1, 0] : ({T}) -> {TT}", SHAPE[::-1])
-            d = p.emit(f"stablehlo.dot_general {x}, {t1}, contracting_dims = [1] x [0] : ({T}, {TT}) -> "
-                       f"{_t((SHAPE[0], SHAPE[0]))}", (SHAPE[0], SHAPE[0]))
-            d2 = p.emit(f"stablehlo.dot_general {d}, {x}, contracting_dims = [0] x [0] : "
-                        f"({_t((SHAPE[0], SHAPE[0]))}, {T}) -> {_t((SHAPE[0], SHAPE[1]))}", SHAPE)
-        elif kind == "const":
-            vals = draw(st.lists(st.sampled_from([0.5, -1.0, 2.0, 0.0, 3.25]), min_size=SHAPE[0] * SHAPE[1],
-                                 max_size=SHAPE[0] * SHAPE[1]))
-            rows = ", ".join("[" + ", ".join(repr(v) for v in vals[i * SHAPE[1]:(i + 1) * SHAPE[1]]) + "]"
-                             for i in range(SHAPE[0]))
-            k = p.emit(f"stablehlo.constant dense<[{rows}]> : {T}", SHAPE)
-            p.emit(f"stablehlo.add {x}, {k} : {T}", SHAPE)
-        elif kind == "select":
-            c = p.emit(f"stablehlo.compare GT, {x}, {y}, FLOAT : ({T}, {T}) -> {_t(SHAPE, 'i1')}", SHAPE)
-            p.values[-1] = (c, "pred")
-            p.emit(f"stablehlo.select {c}, {x}, {y} : {_t(SHAPE, 'i1')}, {T}", SHAPE)
-    result = [v for v in p.values if v[1] == SHAPE][-1][0]
-    body = "\n".join(p.lines)
-    return (f"func.func @main(%a: {_t(SHAPE)}, %b: {_t(SHAPE)}, %c: {_t((SHAPE[1],))}) -> {_t(SHAPE)} {{\n"
-            f"{body}\n    return {result} : {_t(SHAPE)}\n}}\n")
+from program_strategies import SHAPE, programs
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
