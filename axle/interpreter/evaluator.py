@@ -74,9 +74,12 @@ def check_arguments(fn: Operation, args: Sequence, where: str = "") -> list:
 class Evaluator:
     """Runs functions of one module. Thread-safe: frames are per call."""
 
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, program_runner: Optional[Callable] = None):
         self.module = module
         self.functions = module.functions
+        # how interpreter.run_parallel runs each process's program: (name, args, ctx) -> results;
+        # None means this interpreter. A compiling backend passes its own (compiled per device).
+        self.program_runner = program_runner
 
     # -- functions
     def call_function(self, name: str, args: Sequence, ctx=None) -> list:
@@ -232,6 +235,8 @@ def _run_parallel(ev: Evaluator, op, frame, ctx):
     args = [frame[v] for v in op.operands]
 
     def run_function(name, fargs, pctx):
+        if ev.program_runner is not None:
+            return ev.program_runner(name, fargs, pctx)
         return ev.call_function(name, fargs, pctx)
 
     def num_inputs(name):
@@ -249,9 +254,10 @@ _SPECIAL = {
 }
 
 
-def run_function(module: Module, args: Sequence, function: Optional[str] = None, ctx=None) -> list:
+def run_function(module: Module, args: Sequence, function: Optional[str] = None, ctx=None,
+                 program_runner: Optional[Callable] = None) -> list:
     """Run a function of `module` (default: main) and return the list of its results."""
-    ev = Evaluator(module)
+    ev = Evaluator(module, program_runner)
     fn = module.function(function) if function else module.main
     args = check_arguments(fn, args)
     if ctx is None:

@@ -118,7 +118,14 @@ def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
             lifted = lift(_parse(case.text, case.file), e)
             if passes == "default":
                 PassManager(default_pipeline(), verify_each=True).run(lifted.module)
-            if backend == "cpu":
+            if backend == "cpu" and any(op.name == "interpreter.run_parallel" for op in lifted.module.walk()):
+                # the host program runs in the interpreter; each process's program is compiled
+                # for a CPU device and meets the others through in-process collectives
+                from axle.backends.cpu.multi import compiled_program_runner
+                from axle.interpreter.evaluator import run_function
+                outputs = run_function(lifted.module, lifted.args, e,
+                                       program_runner=compiled_program_runner(lifted.module))
+            elif backend == "cpu":
                 from axle.backends.cpu.executable import CpuExecutable
                 outputs = CpuExecutable(lifted.module, e).execute(lifted.args)
             else:

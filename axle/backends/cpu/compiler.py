@@ -263,6 +263,7 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
 
 def compile_function(module: Module, entry: str = "main") -> Program:
     import axle.backends.cpu.kernels  # noqa: F401  (registers the kernels)
+    import axle.backends.cpu.kernels_collective  # noqa: F401
     fn = module.function(entry)
     block = fn.body
     for a in block.arguments:

@@ -59,6 +59,8 @@ class NativeProgram:
                 k += 1
             table[k] = self._arena_ptr
             self._fn(table)
+        from axle.backends.cpu.kernels_collective import check_errors
+        check_errors()  # an error raised by a host callback (collectives) during the call
         return outs
 
 

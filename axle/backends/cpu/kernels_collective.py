@@ -1,0 +1,115 @@
+"""Collectives on CPU devices of one host: compiled code calls back into the runtime.
+
+Each CPU device runs its program in its own thread. A collective op (all_reduce,
+all_gather, reduce_scatter, all_to_all, collective_permute, collective_broadcast) and
+replica_id / partition_id compile to a call of one host callback with the op's key and
+a table of buffer pointers (operands, then results). The callback views the buffers as
+numpy arrays, meets the other devices through the same rendezvous the interpreter uses
+(axle/interpreter/collectives.py), and writes the results in place. The reduction body
+of all_reduce / reduce_scatter runs in the interpreter on whole arrays.
+
+The device a thread runs for is set with `device_context(ctx)`; an error raised in the
+callback is kept and re-raised by `check_errors()` after the native call returns.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from contextlib import contextmanager
+from typing import Optional
+
+import numpy as np
+from llvmlite import ir
+
+from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.scalar import I8, I64
+from axle.ir.core import Operation
+
+COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
+               "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast",
+               "stablehlo.replica_id", "stablehlo.partition_id")
+
+_OPS: dict[int, Operation] = {}  # key -> op (kept alive as long as the process)
+_LOCK = threading.Lock()
+_local = threading.local()
+
+_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+
+
+@contextmanager
+def device_context(ctx):
+    """Run native code in this thread as the device whose ExecContext is `ctx`."""
+    old = getattr(_local, "ctx", None)
+    _local.ctx = ctx
+    _local.error = None
+    try:
+        yield
+    finally:
+        _local.ctx = old
+
+
+def check_errors() -> None:
+    err = getattr(_local, "error", None)
+    if err is not None:
+        _local.error = None
+        raise err
+
+
+def _view(ptr: int, t) -> np.ndarray:
+    n = int(np.prod(t.shape, dtype=np.int64))
+    dt = np.dtype(t.dtype)
+    buf = (ctypes.c_char * max(n * dt.itemsize, 1)).from_address(ptr)
+    return np.frombuffer(buf, dtype=dt, count=n).reshape(t.shape)
+
+
+def _host(key: int, table) -> None:
+    try:
+        op = _OPS[key]
+        from axle.interpreter.evaluator import Evaluator
+        from axle.interpreter.registry import OpCall, lookup
+        ctx = getattr(_local, "ctx", None)
+        n_in = len(op.operands)
+        operands = [_view(table[i], v.type).copy() for i, v in enumerate(op.operands)]
+        ev = Evaluator.__new__(Evaluator)
+        ev.module, ev.functions = None, {}
+        regions = [ev.region_callable(r, {}, ctx) for r in op.regions]
+        call = OpCall(name=op.name, operands=operands, operand_types=[v.type for v in op.operands],
+                      result_types=[r.type for r in op.results],
+                      attrs={k: a.to_python() for k, a in op.attributes.items()}, regions=regions, ctx=ctx,
+                      location=op.where())
+        out = lookup(op.name)(call)
+        outs = Evaluator.results_of(op, out)
+        for j, (r, v) in enumerate(zip(op.results, outs)):
+            np.copyto(_view(table[n_in + j], r.type), v)
+    except BaseException as e:  # must not unwind through native frames
+        _local.error = e
+
+
+_CALLBACK = _CALLBACK_TYPE(_host)
+_CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+
+
+@kernel(*COLLECTIVES, memory_operands=True)
+def emit_collective(ctx: Context, op: Operation) -> None:
+    """A call of the host callback with (key, [operand pointers..., result pointers...])."""
+    b = ctx.b
+    with _LOCK:
+        key = len(_OPS)
+        _OPS[key] = op
+    ptrs = [ctx.em.buffers[id(v)] if id(v) in ctx.em.buffers else _materialize(ctx, v) for v in op.operands]
+    ptrs += [ctx.buffer(r) for r in op.results]
+    table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), max(len(ptrs), 1)))
+    for i, p in enumerate(ptrs):
+        slot = b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True)
+        b.store(p, slot)
+    fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
+    fn = b.inttoptr(ir.Constant(I64, _CALLBACK_ADDRESS), fnty.as_pointer())
+    b.call(fn, [ir.Constant(I64, key), b.bitcast(table, I8.as_pointer().as_pointer())])
+
+
+def _materialize(ctx: Context, v):
+    """Operands that are constants or fused values: write them to a scratch buffer."""
+    dst = ctx.temp(_ty(v))
+    ctx.copy(v, dst)
+    return dst
