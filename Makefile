@@ -19,6 +19,7 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(BIN)/axle opt $(EXAMPLE)
 	$(BIN)/axle interpret $(EXAMPLE)
+	$(BIN)/axle run $(EXAMPLE) --backend cpu --repeat 200 --buffers
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
