@@ -25,9 +25,18 @@ from axle.ir.core import Module, Operation
 from axle.ir.types import FunctionType, TensorType
 
 
+def check_name(op: Operation) -> str:
+    """`check.expect_eq` for both `check.expect_eq` and `custom_call @check.expect_eq`; else ''."""
+    if op.name.startswith("check."):
+        return op.name
+    if op.name == "stablehlo.custom_call" and str(op.attr("call_target_name", "")).startswith("check."):
+        return op.attr("call_target_name")
+    return ""
+
+
 def _is_check(op: Operation) -> bool:
-    return op.name.startswith("check.") and op.name != "check.eq" or (
-        op.name == "stablehlo.custom_call" and str(op.attr("call_target_name", "")).startswith("check."))
+    # expect_serialized_eq reads probes recorded while the program runs: it stays in it
+    return check_name(op) not in ("", "check.expect_serialized_eq")
 
 
 @dataclass
@@ -53,7 +62,12 @@ class Lifted:
             call = OpCall(name=name, operands=values, operand_types=[v.type for v in op.operands],
                           result_types=[], attrs={k: a.to_python() for k, a in op.attributes.items()},
                           location=op.where())
-            fn(call)
+            out = fn(call)
+            if op.results:  # check.eq returns whether the values are equal: it must say true
+                ok = np.asarray(out[0] if isinstance(out, (list, tuple)) else out)
+                if not bool(np.all(ok)):
+                    from axle.interpreter.ops_check import CheckFailure
+                    raise CheckFailure(f"{name} at {op.where()}: the values differ")
 
 
 def lift(module: Module, entry: str) -> Lifted:
@@ -75,10 +89,13 @@ def lift(module: Module, entry: str) -> Lifted:
             if isinstance(owner, Operation) and owner.name == "stablehlo.constant":
                 sources.append(("const", owner.attributes["value"].array))
             else:
-                sources.append(len(ftype.results) + len(extra))
+                sources.append(("result", v))
                 extra.append(v)
         checks.append((op, sources))
         block.operations.remove(op)
+        if op.results:  # check.eq: its boolean result is checked on the host instead
+            ret.operands = [v for v in ret.operands if v not in op.results]
+    kept_results = tuple(v.type for v in ret.operands)
     ret.operands.extend(extra)
     # 3. non-splat constants become arguments
     args = []
@@ -96,8 +113,11 @@ def lift(module: Module, entry: str) -> Lifted:
         for user in module.walk():
             user.operands = [arg if v is op.results[0] else v for v in user.operands]
         block.operations.remove(op)
-    fn.attributes["function_type"] = A.TypeAttr(FunctionType(tuple(new_inputs), tuple(ftype.results)
+    fn.attributes["function_type"] = A.TypeAttr(FunctionType(tuple(new_inputs), kept_results
                                                              + tuple(v.type for v in extra)))
     for key in ("arg_attrs", "res_attrs"):
         fn.attributes.pop(key, None)
-    return Lifted(module, entry, args, len(ftype.results), checks)
+    n_kept = len(kept_results)
+    for k, (op, sources) in enumerate(checks):
+        checks[k] = (op, [n_kept + extra.index(s[1]) if s[0] == "result" else s for s in sources])
+    return Lifted(module, entry, args, n_kept, checks)

@@ -1,0 +1,60 @@
+"""Common subexpression elimination (pass "cse").
+
+Guarantees: two pure ops (rewrite.is_pure) without regions, with the same name, the
+same operands (in any order for COMMUTATIVE ops), equal attributes and equal result
+types compute the same values; the later one is replaced by the earlier one. Scoped
+like SSA visibility: an op inside a region may reuse a value of an enclosing block,
+never the other way round. Side-effecting ops never merge. Leaves the dead duplicates
+to be removed here directly (they are erased once replaced).
+"""
+from __future__ import annotations
+
+from axle.ir.core import Block, Module
+from axle.ir.ops import COMMUTATIVE, lookup
+from axle.passes import register_pass
+from axle.passes.pass_manager import Pass
+from axle.passes.rewrite import is_pure
+
+
+def _key(op):
+    operands = [id(v) for v in op.operands]
+    d = lookup(op.name)
+    if d is not None and d.has(COMMUTATIVE):
+        operands.sort()
+    attrs = tuple(sorted(op.attributes.items(), key=lambda kv: kv[0]))
+    return (op.name, tuple(operands), attrs, tuple(op.result_types))
+
+
+@register_pass
+class CSE(Pass):
+    name = "cse"
+
+    def run(self, module: Module) -> bool:
+        self.changed = False
+        for fn in module.functions.values():
+            if not fn.is_declaration:
+                self._block(fn.body, [{}], {})
+        return self.changed
+
+    def _block(self, block: Block, scopes: list, replace: dict) -> None:
+        scope: dict = {}
+        scopes = scopes + [scope]
+        keep = []
+        for op in block.operations:
+            op.operands = [replace.get(id(v), v) for v in op.operands]
+            for r in op.regions:
+                for b in r.blocks:
+                    self._block(b, scopes, replace)
+            if op.regions or not op.results or not is_pure(op):
+                keep.append(op)
+                continue
+            k = _key(op)
+            prev = next((s[k] for s in reversed(scopes) if k in s), None)
+            if prev is not None:
+                for a, b in zip(op.results, prev.results):
+                    replace[id(a)] = b
+                self.changed = True
+                continue
+            scope[k] = op
+            keep.append(op)
+        block.operations[:] = keep
