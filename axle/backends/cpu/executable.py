@@ -40,25 +40,31 @@ class NativeProgram:
         self.program = program
         self._jit, addrs, self.optimized_ir = compile_ir(program.llvm_ir, ["axle_entry"])
         self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(addrs["axle_entry"])
-        self._arena = np.empty(max(program.arena_bytes, 1) + 64, dtype=np.uint8)
-        base = self._arena.ctypes.data
-        self._arena_ptr = base + (-base % 64)
-        self._table = (ctypes.c_void_p * (len(program.arg_types) + len(program.result_types) + 1))()
-        self._lock = threading.Lock()
+        self._local = threading.local()  # arena and pointer table per thread (devices run in threads)
+
+    def _scratch(self):
+        loc = self._local
+        if not hasattr(loc, "table"):
+            loc.arena = np.empty(max(self.program.arena_bytes, 1) + 64, dtype=np.uint8)
+            base = loc.arena.ctypes.data
+            loc.arena_ptr = base + (-base % 64)
+            n = len(self.program.arg_types) + len(self.program.result_types) + 1
+            loc.table = (ctypes.c_void_p * n)()
+        return loc
 
     def run(self, args: list) -> list:
         outs = [np.empty(t.shape, dtype=t.dtype) for t in self.program.result_types]
-        with self._lock:  # one arena per program: calls run one at a time
-            table = self._table
-            k = 0
-            for a in args:
-                table[k] = a.ctypes.data
-                k += 1
-            for o in outs:
-                table[k] = o.ctypes.data
-                k += 1
-            table[k] = self._arena_ptr
-            self._fn(table)
+        loc = self._scratch()
+        table = loc.table
+        k = 0
+        for a in args:
+            table[k] = a.ctypes.data
+            k += 1
+        for o in outs:
+            table[k] = o.ctypes.data
+            k += 1
+        table[k] = loc.arena_ptr
+        self._fn(table)
         from axle.backends.cpu.kernels_collective import check_errors
         check_errors()  # an error raised by a host callback (collectives) during the call
         return outs
