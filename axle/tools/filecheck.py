@@ -25,7 +25,10 @@ def _pattern(text: str) -> re.Pattern:
         if p.startswith("{{") and p.endswith("}}"):
             out.append("(?:" + p[2:-2] + ")")
         else:
-            out.append(r"\s+".join(re.escape(w) for w in p.split()) if p.strip() else re.escape(p))
+            words = r"\s+".join(re.escape(w) for w in p.split())
+            lead = r"\s+" if p[:1].isspace() and out else ""
+            trail = r"\s+" if p[-1:].isspace() and p.strip() else ""
+            out.append(lead + words + trail if p.strip() else (r"\s+" if p else ""))
     return re.compile("".join(out))
 
 

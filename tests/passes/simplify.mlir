@@ -1,0 +1,95 @@
+// RUN: passes=simplify,dce
+// x * 1, x + (-0.0), x - 0.0, x / 1 and double negation disappear.
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %mz = stablehlo.constant dense<-0.0> : tensor<4xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %a = stablehlo.multiply %x, %one : tensor<4xf32>
+  %b = stablehlo.add %mz, %a : tensor<4xf32>
+  %c = stablehlo.subtract %b, %z : tensor<4xf32>
+  %d = stablehlo.divide %c, %one : tensor<4xf32>
+  %e = stablehlo.negate %d : tensor<4xf32>
+  %f = stablehlo.negate %e : tensor<4xf32>
+  return %f : tensor<4xf32>
+}
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: stablehlo.multiply
+// CHECK-NOT: stablehlo.negate
+// CHECK: return %x
+
+// -----
+// x + 0.0 is NOT x for floats (-0.0 + 0.0 = 0.0): it stays. x * 0 stays too.
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %a = stablehlo.add %x, %z : tensor<4xf32>
+  %b = stablehlo.multiply %a, %z : tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+// CHECK: stablehlo.add %x
+// CHECK: stablehlo.multiply
+
+// -----
+// Integer x - x is zero and x + 0 is x.
+func.func @main(%x: tensor<3xi32>) -> (tensor<3xi32>, tensor<3xi32>) {
+  %z = stablehlo.constant dense<0> : tensor<3xi32>
+  %a = stablehlo.subtract %x, %x : tensor<3xi32>
+  %b = stablehlo.add %z, %x : tensor<3xi32>
+  return %a, %b : tensor<3xi32>, tensor<3xi32>
+}
+// CHECK: stablehlo.constant dense<0>
+// CHECK-NOT: stablehlo.subtract
+// CHECK: return {{%[a-z0-9_]+}}, %x
+
+// -----
+// transpose of transpose composes to nothing; reshape of reshape to one reshape.
+func.func @main(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x6xf32>) {
+  %t1 = stablehlo.transpose %x, dims = [2, 0, 1] : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+  %t2 = stablehlo.transpose %t1, dims = [1, 2, 0] : (tensor<4x2x3xf32>) -> tensor<2x3x4xf32>
+  %r1 = stablehlo.reshape %x : (tensor<2x3x4xf32>) -> tensor<24xf32>
+  %r2 = stablehlo.reshape %r1 : (tensor<24xf32>) -> tensor<4x6xf32>
+  return %t2, %r2 : tensor<2x3x4xf32>, tensor<4x6xf32>
+}
+// CHECK-NOT: stablehlo.transpose
+// CHECK: stablehlo.reshape %x : (tensor<2x3x4xf32>) -> tensor<4x6xf32>
+// CHECK-NOT: stablehlo.reshape
+// CHECK: return %x
+
+// -----
+// broadcast of broadcast composes; slice of slice composes; whole slices vanish.
+func.func @main(%x: tensor<3xf32>, %y: tensor<10xf32>) -> (tensor<2x4x3xf32>, tensor<2xf32>, tensor<10xf32>) {
+  %b1 = stablehlo.broadcast_in_dim %x, dims = [1] : (tensor<3xf32>) -> tensor<4x3xf32>
+  %b2 = stablehlo.broadcast_in_dim %b1, dims = [1, 2] : (tensor<4x3xf32>) -> tensor<2x4x3xf32>
+  %s1 = stablehlo.slice %y [1:9:2] : (tensor<10xf32>) -> tensor<4xf32>
+  %s2 = stablehlo.slice %s1 [1:4:2] : (tensor<4xf32>) -> tensor<2xf32>
+  %s3 = stablehlo.slice %y [0:10] : (tensor<10xf32>) -> tensor<10xf32>
+  return %b2, %s2, %s3 : tensor<2x4x3xf32>, tensor<2xf32>, tensor<10xf32>
+}
+// CHECK: stablehlo.broadcast_in_dim %x, dims = [2] : (tensor<3xf32>) -> tensor<2x4x3xf32>
+// CHECK: "stablehlo.slice"(%y) {start_indices = array<i64: 3>, limit_indices = array<i64: 8>, strides = array<i64: 4>}
+// CHECK: return {{.*}}, %y
+
+// -----
+// select with a constant predicate picks; converts to the same type vanish; exact chains merge.
+func.func @main(%a: tensor<2xf16>, %b: tensor<2xf16>) -> (tensor<2xf16>, tensor<2xf64>) {
+  %t = stablehlo.constant dense<true> : tensor<2xi1>
+  %s = stablehlo.select %t, %a, %b : tensor<2xi1>, tensor<2xf16>
+  %c0 = stablehlo.convert %s : (tensor<2xf16>) -> tensor<2xf16>
+  %c1 = stablehlo.convert %c0 : (tensor<2xf16>) -> tensor<2xf32>
+  %c2 = stablehlo.convert %c1 : (tensor<2xf32>) -> tensor<2xf64>
+  return %c0, %c2 : tensor<2xf16>, tensor<2xf64>
+}
+// CHECK-NOT: stablehlo.select
+// CHECK: stablehlo.convert %a : (tensor<2xf16>) -> tensor<2xf64>
+// CHECK: return %a
+
+// -----
+// A sum over a size-1 dimension with init -0.0 is a reshape; with init 0.0 it stays.
+func.func @main(%x: tensor<3x1xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %mz = stablehlo.constant dense<-0.0> : tensor<f32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %a = stablehlo.reduce(%x init: %mz) applies stablehlo.add across dimensions = [1] : (tensor<3x1xf32>, tensor<f32>) -> tensor<3xf32>
+  %b = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [1] : (tensor<3x1xf32>, tensor<f32>) -> tensor<3xf32>
+  return %a, %b : tensor<3xf32>, tensor<3xf32>
+}
+// CHECK: stablehlo.reshape %x
+// CHECK: stablehlo.reduce
