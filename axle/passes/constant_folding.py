@@ -21,7 +21,8 @@ from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns, is_pure
 
 NEVER = {"stablehlo.constant", "stablehlo.rng", "stablehlo.rng_bit_generator", "stablehlo.custom_call",
-         "stablehlo.infeed", "stablehlo.optimization_barrier", "interpreter.probe", "check.eq"}
+         "stablehlo.infeed", "stablehlo.optimization_barrier", "interpreter.probe", "check.eq",
+         "stablehlo.replica_id", "stablehlo.partition_id"}  # these depend on the process running them
 
 
 def _foldable_type(t, limit: int) -> bool:

@@ -31,9 +31,11 @@ class CSE(Pass):
 
     def run(self, module: Module) -> bool:
         self.changed = False
+        self.merged = []  # keeps merged ops alive: `replace` is keyed by id()
         for fn in module.functions.values():
             if not fn.is_declaration:
                 self._block(fn.body, [{}], {})
+        self.merged = []
         return self.changed
 
     def _block(self, block: Block, scopes: list, replace: dict) -> None:
@@ -51,6 +53,7 @@ class CSE(Pass):
             k = _key(op)
             prev = next((s[k] for s in reversed(scopes) if k in s), None)
             if prev is not None:
+                self.merged.append(op)
                 for a, b in zip(op.results, prev.results):
                     replace[id(a)] = b
                 self.changed = True

@@ -131,6 +131,9 @@ def apply_patterns(module: Module, patterns: Patterns, max_rounds: int = 10) -> 
     changed_any = False
     for _ in range(max_rounds):
         mapping: dict[int, Value] = {}
+        # replaced ops stay referenced until the round ends: `mapping` is keyed by id(), and a
+        # freed value's id could be reused by a value built later in the round
+        graveyard: list[Operation] = []
         changed = False
         for block in list(walk_blocks(module)):
             i = 0
@@ -158,6 +161,7 @@ def apply_patterns(module: Module, patterns: Patterns, max_rounds: int = 10) -> 
                 if len(replaced) != len(op.results):
                     raise ValueError(f"pattern for {op.name} returned {len(replaced)} values for "
                                      f"{len(op.results)} results")
+                graveyard.append(op)
                 for r, new in zip(op.results, replaced):
                     if new is not r:
                         mapping[id(r)] = new
