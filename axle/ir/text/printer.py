@@ -260,6 +260,8 @@ def _short_form(op: Operation, pr: Printer):
         return f"{op.name} {v}", []
     if len(op.results) != 1 or op.regions:
         return None
+    if op.name == "stablehlo.dot_general":
+        return _dot_general_short(op, names)
     if fmt in ("same_or_functional", "functional") and opdef.results == 1 and opdef.format != "check":
         kws = []
         for key, value in attrs.items():
@@ -290,6 +292,45 @@ def _short_form(op: Operation, pr: Printer):
             return None
         return f"{op.name} dim = {d.value} : {op.result_types[0]}", []
     return None
+
+
+_DOT_FIELDS = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+               "rhs_contracting_dimensions")
+
+
+def _dot_general_short(op: Operation, names: str):
+    """`stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1],
+    precision = [DEFAULT, DEFAULT] : (...) -> ...` when the attributes are exactly that."""
+    attrs = op.attributes
+    dn = attrs.get("dot_dimension_numbers")
+    pc = attrs.get("precision_config")
+    if set(attrs) - {"dot_dimension_numbers", "precision_config"} or not isinstance(dn, A.StructAttr) \
+            or dn.name != "stablehlo.dot":
+        return None
+    keys = [k for k, _ in dn.fields]
+    if keys != [k for k in _DOT_FIELDS if k in keys]:
+        return None
+    lists = {}
+    for k, v in dn.fields:
+        if not isinstance(v, A.ArrayAttr) or not v.elements or \
+                not all(isinstance(e, A.IntegerAttr) and e.type is None for e in v.elements):
+            return None
+        lists[k] = [e.value for e in v.elements]
+    if ("lhs_batching_dimensions" in lists) != ("rhs_batching_dimensions" in lists) or \
+            ("lhs_contracting_dimensions" in lists) != ("rhs_contracting_dimensions" in lists):
+        return None
+    parts = [names]
+    if "lhs_batching_dimensions" in lists:
+        parts.append(f"batching_dims = {lists['lhs_batching_dimensions']} x {lists['rhs_batching_dimensions']}")
+    parts.append(f"contracting_dims = {lists.get('lhs_contracting_dimensions', [])} x "
+                 f"{lists.get('rhs_contracting_dimensions', [])}")
+    if pc is not None:
+        if not isinstance(pc, A.ArrayAttr) or not all(isinstance(e, A.EnumAttr) and e.dialect == "stablehlo"
+                                                      and e.enum == "precision" for e in pc.elements):
+            return None
+        parts.append("precision = [" + ", ".join(e.value for e in pc.elements) + "]")
+    sig = T.FunctionType(tuple(op.operand_types), tuple(op.result_types))
+    return f"{op.name} {', '.join(parts)} : {sig}", []
 
 
 def print_module(m: Module, locations: bool = True) -> str:

@@ -1,0 +1,63 @@
+// RUN: passes=dot-canonicalize
+// Already canonical: untouched.
+func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+// CHECK-NOT: transpose
+// CHECK-NOT: reshape
+// CHECK: stablehlo.dot_general %a, %b
+
+// -----
+// Contracting on lhs dim 0: an explicit transpose of lhs.
+func.func @main(%a: tensor<3x2xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<3x2xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+// CHECK: stablehlo.transpose %a, dims = [1, 0]
+// CHECK-NOT: stablehlo.transpose %b
+// CHECK: stablehlo.dot_general
+
+// -----
+// Batch dims not leading, two contracting dims: transposes, reshapes to rank 3, reshape back.
+func.func @main(%a: tensor<2x5x3x4xf32>, %b: tensor<4x5x3x6xf32>) -> tensor<5x2x6xf32> {
+  %0 = stablehlo.dot_general %a, %b, batching_dims = [1] x [1], contracting_dims = [2, 3] x [2, 0] : (tensor<2x5x3x4xf32>, tensor<4x5x3x6xf32>) -> tensor<5x2x6xf32>
+  return %0 : tensor<5x2x6xf32>
+}
+// CHECK: stablehlo.transpose %a, dims = [1, 0, 2, 3]
+// CHECK: stablehlo.reshape {{.*}} -> tensor<5x2x12xf32>
+// CHECK: stablehlo.transpose %b, dims = [1, 2, 0, 3]
+// CHECK: stablehlo.reshape {{.*}} -> tensor<5x12x6xf32>
+// CHECK: -> tensor<5x2x6xf32>
+
+// -----
+// No contracting dimension (an outer product): a size-1 K is added.
+func.func @main(%a: tensor<3xi32>, %b: tensor<4xi32>) -> tensor<3x4xi32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [] x [] : (tensor<3xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+  return %0 : tensor<3x4xi32>
+}
+// CHECK: stablehlo.reshape %a : (tensor<3xi32>) -> tensor<3x1xi32>
+// CHECK: stablehlo.reshape %b : (tensor<4xi32>) -> tensor<1x4xi32>
+// CHECK: stablehlo.dot_general
+
+// -----
+// Legacy dot (matrix x vector) becomes a dot_general; precision is kept.
+func.func @main(%a: tensor<2x3xf32>, %v: tensor<3xf32>) -> tensor<2xf32> {
+  %0 = stablehlo.dot %a, %v, precision = [HIGHEST, HIGHEST] : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+// CHECK: stablehlo.reshape %v : (tensor<3xf32>) -> tensor<3x1xf32>
+// CHECK: precision = [HIGHEST, HIGHEST]
+// CHECK: stablehlo.reshape {{.*}} -> tensor<2xf32>
+// CHECK-NOT: stablehlo.dot %
+
+// -----
+// Results equal before and after (checked by the interpreter on this case).
+func.func @main() -> tensor<2x2x2xi64> {
+  %a = stablehlo.constant dense<[[[1, 2], [3, 4]], [[5, 6], [7, 8]]]> : tensor<2x2x2xi64>
+  %b = stablehlo.constant dense<[[[1, 0], [0, 1]], [[2, 1], [1, 2]]]> : tensor<2x2x2xi64>
+  %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [1] x [1] : (tensor<2x2x2xi64>, tensor<2x2x2xi64>) -> tensor<2x2x2xi64>
+  return %0 : tensor<2x2x2xi64>
+}
+// CHECK: stablehlo.transpose %a, dims = [0, 2, 1]
+// CHECK: stablehlo.dot_general
