@@ -63,9 +63,12 @@ class Builder:
 class Patterns:
     """A named table: op name -> patterns (tried in order); '*' applies to every op."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, erase_replaced: tuple = ()):
         self.name = name
         self.table: dict[str, list[Pattern]] = {}
+        # ops that are erased once their results are replaced even though they are not pure
+        # (their replacement does what they did, e.g. a composite replaced by its decomposition)
+        self.erase_replaced = set(erase_replaced)
 
     def on(self, *op_names: str) -> Callable[[Pattern], Pattern]:
         def deco(fn: Pattern) -> Pattern:
@@ -165,7 +168,8 @@ def apply_patterns(module: Module, patterns: Patterns, max_rounds: int = 10) -> 
                 for r, new in zip(op.results, replaced):
                     if new is not r:
                         mapping[id(r)] = new
-                if all(new is not r for r, new in zip(op.results, replaced)) and is_pure(op):
+                if all(new is not r for r, new in zip(op.results, replaced)) and (
+                        is_pure(op) or op.name in patterns.erase_replaced):
                     del block.operations[i]
                 else:
                     i += 1
