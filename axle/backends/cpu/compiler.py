@@ -179,8 +179,9 @@ class Context:
         want = set()
         for op in ops:
             kd = KERNELS.get(op.name)
+            cheap = op.name == "stablehlo.constant"  # read in place (splat or global data)
             for r in op.results:
-                if kd is not None or id(r) in targets or uses.get(id(r), 0) > 1 \
+                if kd is not None or id(r) in targets or (uses.get(id(r), 0) > 1 and not cheap) \
                         or (results_into is None and r in ret.operands):
                     want.add(id(r))
             if kd is not None and kd.memory_operands:
