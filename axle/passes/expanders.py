@@ -75,12 +75,18 @@ def bn_inference(op, b):
         return None
     f = op.attr("feature_index")
     ft = scale.type
+    _, _, norm = _normalize(b, op, x, mean, var, f, t, ft)
+    scaled = _v(b, "stablehlo.multiply", [norm, _bcast_feature(b, scale, t, f)], t)
+    return [_v(b, "stablehlo.add", [scaled, _bcast_feature(b, offset, t, f)], t)]
+
+
+def _normalize(b, op, x, mean, var, f, t, ft):
+    """(std, centered, norm) = (sqrt(var + eps), x - mean, centered / std) per feature."""
     eps = b.splat(op.attr("epsilon"), ft)
     std = _v(b, "stablehlo.sqrt", [_v(b, "stablehlo.add", [var, eps], ft)], ft)
     centered = _v(b, "stablehlo.subtract", [x, _bcast_feature(b, mean, t, f)], t)
     norm = _v(b, "stablehlo.divide", [centered, _bcast_feature(b, std, t, f)], t)
-    scaled = _v(b, "stablehlo.multiply", [norm, _bcast_feature(b, scale, t, f)], t)
-    return [_v(b, "stablehlo.add", [scaled, _bcast_feature(b, offset, t, f)], t)]
+    return std, centered, norm
 
 
 @BATCH_NORM.on("stablehlo.batch_norm_training")
@@ -96,9 +102,7 @@ def bn_training(op, b):
     mean = _v(b, "stablehlo.divide", [_sum_except(b, x, f), n], ft)
     centered = _v(b, "stablehlo.subtract", [x, _bcast_feature(b, mean, t, f)], t)
     var = _v(b, "stablehlo.divide", [_sum_except(b, _v(b, "stablehlo.multiply", [centered, centered], t), f), n], ft)
-    eps = b.splat(op.attr("epsilon"), ft)
-    std = _v(b, "stablehlo.sqrt", [_v(b, "stablehlo.add", [var, eps], ft)], ft)
-    norm = _v(b, "stablehlo.divide", [centered, _bcast_feature(b, std, t, f)], t)
+    _, _, norm = _normalize(b, op, x, mean, var, f, t, ft)
     out = _v(b, "stablehlo.add", [_v(b, "stablehlo.multiply", [norm, _bcast_feature(b, scale, t, f)], t),
                                   _bcast_feature(b, offset, t, f)], t)
     return [out, mean, var]
@@ -114,10 +118,7 @@ def bn_grad(op, b):
         return None
     f = op.attr("feature_index")
     ft = scale.type
-    eps = b.splat(op.attr("epsilon"), ft)
-    std = _v(b, "stablehlo.sqrt", [_v(b, "stablehlo.add", [var, eps], ft)], ft)
-    centered = _v(b, "stablehlo.subtract", [x, _bcast_feature(b, mean, t, f)], t)
-    norm = _v(b, "stablehlo.divide", [centered, _bcast_feature(b, std, t, f)], t)
+    std, _, norm = _normalize(b, op, x, mean, var, f, t, ft)
     grad_scale = _sum_except(b, _v(b, "stablehlo.multiply", [dy, norm], t), f)
     grad_offset = _sum_except(b, dy, f)
     n = b.splat(_count(t, f), ft)

@@ -513,31 +513,8 @@ def _read_while(p, opdef, pos):
 
 
 def _read_bare_generic(p, opdef, pos):
-    """`stablehlo.op(%a) {attrs} : (T) -> R` (the generic shape without quotes)."""
-    p.expect("(")
-    operands = []
-    if not p.accept(")"):
-        operands = p.parse_operands()
-        p.expect(")")
-    attrs: dict = {}
-    if p.accept("<{"):
-        p.pos -= 1
-        attrs.update(p.parse_attr_dict().entries)
-        p.expect(">")
-    regions = []
-    if p.peek("(") :
-        p.expect("(")
-        regions.append(p.parse_region())
-        while p.accept(","):
-            regions.append(p.parse_region())
-        p.expect(")")
-    _attr_dict(p, attrs)
-    p.expect(":")
-    tpos = p.pos
-    ft = p.parse_type()
-    if not isinstance(ft, T.FunctionType):
-        raise p.error("expected function type", tpos)
-    return _finish(p, opdef, operands, list(ft.inputs), list(ft.results), attrs, regions, tpos)
+    """`stablehlo.op(%a) {attrs} : (T) -> R`: the generic shape without quotes."""
+    return p.parse_generic_tail(opdef.name)
 
 
 def _read_scan(p, opdef, pos):

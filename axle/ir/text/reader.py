@@ -210,7 +210,11 @@ class ModuleParser(Parser):
             name = "stablehlo." + name[5:]
         if O.lookup(name) is None:
             raise self.error(f"unknown operation '{name}'", start)
-        name = O.ALIASES.get(name, name)
+        return self.parse_generic_tail(O.ALIASES.get(name, name))
+
+    def parse_generic_tail(self, name: str) -> Operation:
+        """`(operands) <{properties}> (regions) {attributes} : (types) -> (types)`, the generic
+        form after the op name (also accepted after an unquoted name)."""
         self.expect("(", f"after '{name}'")
         operands = []
         if not self.accept(")"):
@@ -224,7 +228,7 @@ class ModuleParser(Parser):
             attrs.update(self.parse_attr_dict().entries)
             self.expect(">", "to close properties '<{...}>'")
         regions = []
-        if self.peek("(") :
+        if self.peek("("):
             self.expect("(")
             regions.append(self.parse_region())
             while self.accept(","):
