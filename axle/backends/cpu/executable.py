@@ -77,6 +77,10 @@ class CpuExecutable:
         self.function = module.function(entry)
         self.fingerprint = fingerprint(module)
         types = self.function.function_type.inputs
+        for t in list(types) + list(self.function.function_type.results):
+            if not isinstance(t, TensorType):
+                raise Unsupported(f"@{entry} takes or returns a value of type {t}; the cpu backend "
+                                  f"passes only tensors across its entry")
         self.dynamic = any(isinstance(t, TensorType) and not t.is_static for t in types)
         self._programs: dict = {}
         if not self.dynamic:
