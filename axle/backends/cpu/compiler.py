@@ -265,6 +265,8 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
 def compile_function(module: Module, entry: str = "main") -> Program:
     import axle.backends.cpu.kernels  # noqa: F401  (registers the kernels)
     import axle.backends.cpu.kernels_collective  # noqa: F401
+    import axle.backends.cpu.kernels_control  # noqa: F401
+    import axle.backends.cpu.kernels_indexing  # noqa: F401
     fn = module.function(entry)
     block = fn.body
     for a in block.arguments:

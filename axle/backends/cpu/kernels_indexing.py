@@ -1,0 +1,160 @@
+"""Indexing ops of the CPU backend: dynamic_slice and gather (fusible element mappers),
+dynamic_update_slice and scatter (kernels). Index arithmetic follows the spec's
+formulas; start indices are clamped where the spec clamps, and scatter skips updates
+whose target is out of bounds, so no access can leave its buffer.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.emitter import _ty, element_mapper
+from axle.backends.cpu.scalar import I1, I64, Unsupported
+from axle.ir.core import Operation
+
+
+def _index(em, v, idx):
+    """An index element (any integer type) as i64, sign- or zero-extended."""
+    et = _ty(v).element_type
+    x = em.value_at(v, idx)
+    if et.is_bool:
+        return em.b.zext(x, I64)
+    if et.bitwidth == 64:
+        return x
+    return em.b.zext(x, I64) if et.is_unsigned else em.b.sext(x, I64)
+
+
+def _clamp(em, x, lo: int, hi: int):
+    b = em.b
+    x = b.select(b.icmp_signed("<", x, em.const_i64(lo)), em.const_i64(lo), x)
+    return b.select(b.icmp_signed(">", x, em.const_i64(hi)), em.const_i64(hi), x)
+
+
+@element_mapper("stablehlo.dynamic_slice")
+def dynamic_slice_at(em, op: Operation, idx):
+    """result[i] = operand[i + clamp(start, 0, dim - size)]."""
+    operand = op.operands[0]
+    shape = _ty(operand).shape
+    sizes = op.attr("slice_sizes")
+    src = []
+    for d, i in enumerate(idx):
+        start = _clamp(em, _index(em, op.operands[1 + d], []), 0, shape[d] - sizes[d])
+        src.append(em.b.add(i, start))
+    return em.value_at(operand, src)
+
+
+@kernel("stablehlo.dynamic_update_slice")
+def dynamic_update_slice(ctx: Context, op: Operation) -> None:
+    """Copy the operand, then write the update at the clamped start."""
+    em, b = ctx.em, ctx.b
+    operand, update = op.operands[0], op.operands[1]
+    r = op.results[0]
+    t, ut = _ty(r), _ty(update)
+    dst = ctx.buffer(r)
+    if operand is not r:
+        ctx.copy(operand, dst)
+    starts = [_clamp(em, _index(em, v, []), 0, t.shape[d] - ut.shape[d]) for d, v in enumerate(op.operands[2:])]
+
+    def body(ui):
+        ri = [b.add(i, s) for i, s in zip(ui, starts)]
+        S.store(b, em.value_at(update, ui), em.element_ptr(dst, t.element_type, em.linear(ri, t.shape)),
+                t.element_type)
+
+    em.loop_nest(list(ut.shape), body)
+
+
+def _start_vector(em, indices, batch_index: list, index_vector_dim: int):
+    """The start index vector for one batch position (index_vector_dim == rank means the
+    indices are scalars)."""
+    it = _ty(indices)
+    if index_vector_dim >= it.rank:
+        return [_index(em, indices, batch_index)]
+    out = []
+    for k in range(it.shape[index_vector_dim]):
+        full = batch_index[:index_vector_dim] + [em.const_i64(k)] + batch_index[index_vector_dim:]
+        out.append(_index(em, indices, full))
+    return out
+
+
+@element_mapper("stablehlo.gather")
+def gather_at(em, op: Operation, idx):
+    """The spec's gather: operand index = clamped start + batching index + offset index."""
+    operand, indices = op.operands
+    ot = _ty(operand)
+    dn = op.attr("dimension_numbers")
+    sizes = op.attr("slice_sizes")
+    offset_dims = dn["offset_dims"]
+    collapsed, obatch = dn["collapsed_slice_dims"], dn["operand_batching_dims"]
+    ibatch, start_map, ivd = dn["start_indices_batching_dims"], dn["start_index_map"], dn["index_vector_dim"]
+    rank = len(idx)
+    batch_dims = [d for d in range(rank) if d not in offset_dims]
+    batch_index = [idx[d] for d in batch_dims]
+    start = _start_vector(em, indices, batch_index, ivd)
+    full = [em.const_i64(0)] * ot.rank
+    for d_start, d_operand in enumerate(start_map):
+        full[d_operand] = _clamp(em, start[d_start], 0, ot.shape[d_operand] - sizes[d_operand])
+    for d_operand, d_start in zip(obatch, ibatch):
+        full[d_operand] = batch_index[d_start - (0 if d_start < ivd else 1)]
+    offsets = iter(idx[d] for d in offset_dims)
+    b = em.b
+    for d in range(ot.rank):
+        if d in collapsed or d in obatch:
+            continue
+        full[d] = b.add(full[d], next(offsets))
+    return em.value_at(operand, full)
+
+
+def _check_scatter(op: Operation) -> None:
+    from axle.backends.cpu.scalar_ops import RULES
+    for o in op.regions[0].blocks[0].operations:
+        if o.name not in RULES and o.name not in ("stablehlo.return", "stablehlo.convert", "stablehlo.constant"):
+            raise Unsupported(f"{o.where()} inside the update computation of {op.where()}")
+
+
+@kernel("stablehlo.scatter", check=_check_scatter)
+def scatter(ctx: Context, op: Operation) -> None:
+    """Copy the inputs to the results, then apply the update computation at every in-bounds
+    target of every update element (out-of-bounds updates are skipped, as the spec says)."""
+    em, b = ctx.em, ctx.b
+    n = len(op.results)
+    inputs, indices, updates = op.operands[:n], op.operands[n], op.operands[n + 1:]
+    rt = _ty(op.results[0])
+    ut = _ty(updates[0])
+    dn = op.attr("scatter_dimension_numbers")
+    uwd, inserted = dn["update_window_dims"], dn["inserted_window_dims"]
+    ibatch, sbatch = dn["input_batching_dims"], dn["scatter_indices_batching_dims"]
+    to_operand, ivd = dn["scatter_dims_to_operand_dims"], dn["index_vector_dim"]
+    dsts = [ctx.buffer(r) for r in op.results]
+    for v, d in zip(inputs, dsts):
+        ctx.copy(v, d)
+    region = op.regions[0]
+    body_ets = [a.type.element_type for a in region.blocks[0].arguments]
+
+    def body(ui):
+        scatter_dims = [d for d in range(ut.rank) if d not in uwd]
+        sidx = [ui[d] for d in scatter_dims]
+        start = _start_vector(em, indices, sidx, ivd)
+        full = [em.const_i64(0)] * rt.rank
+        for d_start, d_operand in enumerate(to_operand):
+            full[d_operand] = start[d_start]
+        for d_operand, d_start in zip(ibatch, sbatch):
+            full[d_operand] = sidx[d_start - (0 if d_start < ivd else 1)]
+        window = iter(ui[d] for d in uwd)
+        for d in range(rt.rank):
+            if d in inserted or d in ibatch:
+                continue
+            full[d] = b.add(full[d], next(window))
+        inside = ir.Constant(I1, 1)
+        for d, x in enumerate(full):  # unsigned compare: negative indices are huge
+            inside = b.and_(inside, b.icmp_unsigned("<", x, em.const_i64(rt.shape[d])))
+        with b.if_then(inside):
+            lin = em.linear(full, rt.shape)
+            ptrs = [em.element_ptr(d, _ty(r).element_type, lin) for d, r in zip(dsts, op.results)]
+            cur = [S.load(b, p, _ty(r).element_type) for p, r in zip(ptrs, op.results)]
+            upd = [em.value_at(u, ui) for u in updates]
+            new = em.region_scalars(region, cur + upd)
+            for p, v, r in zip(ptrs, new, op.results):
+                S.store(b, v, p, _ty(r).element_type)
+
+    em.loop_nest(list(ut.shape), body)
