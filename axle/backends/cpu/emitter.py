@@ -248,9 +248,16 @@ class Emitter:
             return S.finish(b, convert(self, src, et, self.value_at(op.operands[0], idx)), et)
         if name == "stablehlo.bitcast_convert":
             src = _ty(op.operands[0]).element_type
-            if src.bitwidth != et.bitwidth or src.is_bool or et.is_bool or "bf16" in (src.name, et.name):
+            if src.bitwidth != et.bitwidth or src.is_bool or et.is_bool:
                 raise Unsupported(f"bitcast_convert {src} -> {et}")
-            return b.bitcast(self.value_at(op.operands[0], idx), S.reg_type(et))
+            x = self.value_at(op.operands[0], idx)
+            if src.name == "bf16":  # the register is the f32 whose top half is the bf16
+                x = b.trunc(b.lshr(b.bitcast(x, S.I32), ir.Constant(S.I32, 16)), S.I16)
+                return x if et.is_int else b.bitcast(x, S.reg_type(et))
+            if et.name == "bf16":
+                bits = x if src.is_int else b.bitcast(x, S.I16)
+                return b.bitcast(b.shl(b.zext(bits, S.I32), ir.Constant(S.I32, 16)), S.F32)
+            return b.bitcast(x, S.reg_type(et))
         r = RULES.get(name)
         if r is None:
             raise Unsupported(op.where())

@@ -1,0 +1,67 @@
+"""Windowed reductions of the CPU backend: reduce_window.
+
+For each output index and each window position, the input index in the padded and
+base-dilated input is out * stride + w * window_dilation - pad_low; positions that fall
+in padding or between dilated elements contribute the init value (the spec's padding
+value), others the input element. The body runs inline on scalars.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.kernels import _check_reduce
+from axle.backends.cpu.scalar import I1
+from axle.ir.core import Operation
+
+
+@kernel("stablehlo.reduce_window", check=_check_reduce)
+def reduce_window(ctx: Context, op: Operation) -> None:
+    em, b = ctx.em, ctx.b
+    n = len(op.results)
+    inputs, inits = op.operands[:n], op.operands[n:]
+    it = _ty(inputs[0])
+    rank = it.rank
+    wdims = op.attr("window_dimensions")
+    strides = op.attr("window_strides") or [1] * rank
+    base = op.attr("base_dilations") or [1] * rank
+    wdil = op.attr("window_dilations") or [1] * rank
+    pad = op.attr("padding")
+    pad_lo = [int(pad[d][0]) for d in range(rank)] if pad is not None else [0] * rank
+    region = op.regions[0]
+    body_ets = [a.type.element_type for a in region.blocks[0].arguments[:n]]
+    out_ts = [_ty(r) for r in op.results]
+
+    def body(oidx):
+        accs = []
+        for init, et in zip(inits, body_ets):
+            slot = em.alloca(S.reg_type(et))
+            b.store(em.value_at(init, []), slot)
+            accs.append(slot)
+
+        def window(widx):
+            ok = ir.Constant(I1, 1)
+            src = []
+            for d in range(rank):
+                p = b.sub(b.add(b.mul(oidx[d], em.const_i64(strides[d])), b.mul(widx[d], em.const_i64(wdil[d]))),
+                          em.const_i64(pad_lo[d]))
+                ok = b.and_(ok, b.icmp_signed(">=", p, em.const_i64(0)))
+                if base[d] != 1:
+                    ok = b.and_(ok, b.icmp_unsigned("==", b.urem(p, em.const_i64(base[d])), em.const_i64(0)))
+                    p = b.udiv(p, em.const_i64(base[d]))
+                ok = b.and_(ok, b.icmp_signed("<", p, em.const_i64(it.shape[d])))
+                src.append(p)
+            with b.if_then(ok):
+                elems = [em.value_at(v, src) for v in inputs]
+                new = em.region_scalars(region, [b.load(a) for a in accs] + elems)
+                for a, v in zip(accs, new):
+                    b.store(v, a)
+
+        em.loop_nest(list(wdims), window)
+        for a, r, t in zip(accs, op.results, out_ts):
+            S.store(b, b.load(a), em.element_ptr(ctx.buffer(r), t.element_type, em.linear(oidx, t.shape)),
+                    t.element_type)
+
+    em.loop_nest(list(out_ts[0].shape), body)
