@@ -1,4 +1,4 @@
-"""Windowed reductions of the CPU backend: reduce_window.
+"""Windowed reductions and sorting of the CPU backend: reduce_window, sort.
 
 For each output index and each window position, the input index in the padded and
 base-dilated input is out * stride + w * window_dilation - pad_low; positions that fall
@@ -13,7 +13,7 @@ from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.kernels import _check_reduce
-from axle.backends.cpu.scalar import I1
+from axle.backends.cpu.scalar import I1, I64
 from axle.ir.core import Operation
 
 
@@ -65,3 +65,65 @@ def reduce_window(ctx: Context, op: Operation) -> None:
                     t.element_type)
 
     em.loop_nest(list(out_ts[0].shape), body)
+
+
+def _check_sort(op: Operation) -> None:
+    _check_reduce(op)  # the comparator must be scalar code too
+
+
+@kernel("stablehlo.sort", check=_check_sort)
+def sort(ctx: Context, op: Operation) -> None:
+    """Stable insertion sort of every 1-D slice along `dimension`, moving all operands
+    together; the comparator region runs inline on (lhs0, rhs0, lhs1, rhs1, ...)."""
+    em, b = ctx.em, ctx.b
+    t = _ty(op.results[0])
+    dim = op.attr("dimension", -1)
+    dim = dim if dim >= 0 else t.rank + dim
+    n = t.shape[dim]
+    dsts = [ctx.buffer(r) for r in op.results]
+    ets = [_ty(r).element_type for r in op.results]
+    for v, d in zip(op.operands, dsts):
+        ctx.copy(v, d)
+    if n < 2:
+        return
+    region = op.regions[0]
+    outer = [t.shape[d] for d in range(t.rank) if d != dim]
+
+    def per_slice(oidx):
+        def ptrs(j):
+            full = list(oidx[:dim]) + [j] + list(oidx[dim:])
+            lin = em.linear(full, t.shape)
+            return [em.element_ptr(d, et, lin) for d, et in zip(dsts, ets)]
+
+        jslot = em.alloca(I64)
+
+        def insert(k):
+            b.store(b.add(k, em.const_i64(1)), jslot)
+            check = b.append_basic_block("sort.check")
+            compare = b.append_basic_block("sort.compare")
+            swap = b.append_basic_block("sort.swap")
+            done = b.append_basic_block("sort.done")
+            b.branch(check)
+            b.position_at_end(check)
+            j = b.load(jslot)
+            b.cbranch(b.icmp_signed(">", j, em.const_i64(0)), compare, done)
+            b.position_at_end(compare)
+            j = b.load(jslot)
+            jm = b.sub(j, em.const_i64(1))
+            pj, pm = ptrs(j), ptrs(jm)
+            vj = [S.load(b, p, et) for p, et in zip(pj, ets)]
+            vm = [S.load(b, p, et) for p, et in zip(pm, ets)]
+            args = [x for pair in zip(vj, vm) for x in pair]
+            (less,) = em.region_scalars(region, args)
+            b.cbranch(less, swap, done)
+            b.position_at_end(swap)
+            for p, q, x, y, et in zip(pj, pm, vj, vm, ets):
+                S.store(b, y, p, et)
+                S.store(b, x, q, et)
+            b.store(jm, jslot)
+            b.branch(check)
+            b.position_at_end(done)
+
+        em.for_range(n - 1, insert)
+
+    em.loop_nest(outer, per_slice)

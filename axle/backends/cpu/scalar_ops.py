@@ -255,13 +255,24 @@ def _compare(e, et, a, op):
     direction = op.attr("comparison_direction")
     ctype = op.attr("compare_type")
     if _is_float(et):
-        if ctype == "TOTALORDER":
-            raise Unsupported("compare with TOTALORDER")
+        if ctype == "TOTALORDER":  # IEEE total order: compare sign-magnitude bits as integers
+            keys = [_total_order_key(b, x) for x in a]
+            return b.icmp_signed(_ICMP[direction], *keys)
         pred, ordered = _FCMP[direction]
         return b.fcmp_ordered(pred, *a) if ordered else b.fcmp_unordered(pred, *a)
     if et.is_bool or et.is_unsigned:
         return b.icmp_unsigned(_ICMP[direction], *a)
     return b.icmp_signed(_ICMP[direction], *a)
+
+
+def _total_order_key(b, x):
+    """An integer that orders like IEEE totalOrder: negative floats get their magnitude
+    bits flipped (so -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN)."""
+    bits = {"half": 16, "float": 32, "double": 64}[str(x.type)]
+    t = ir.IntType(bits)
+    s = b.bitcast(x, t)
+    flipped = b.xor(s, ir.Constant(t, (1 << (bits - 1)) - 1))
+    return b.select(b.icmp_signed("<", s, ir.Constant(t, 0)), flipped, s)
 
 
 @rule("select")
