@@ -146,7 +146,9 @@ def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
         return Result(case.name, kind, "failed", f"timeout after {timeout:g} s", time.perf_counter() - t0)
     except Exception as e:  # a failed case, whatever the error: report its first line
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        if not isinstance(e, (AssertionError,)) and type(e).__module__.startswith("axle") is False:
+        if type(e).__name__ == "Unsupported":  # refused at compile time: say so plainly
+            first = f"unsupported: {first}"
+        elif not isinstance(e, (AssertionError,)) and type(e).__module__.startswith("axle") is False:
             first = f"{type(e).__name__}: {first}"
         return Result(case.name, kind, "failed", first[:500], time.perf_counter() - t0)
     finally:
