@@ -320,6 +320,8 @@ class Emitter:
                 out = convert(self, _ty(op.operands[0]).element_type, _ty(op.results[0]).element_type, ins[0])
             elif op.name == "stablehlo.constant":
                 out = self.op_at(op, [])
+            elif op.name in ("stablehlo.real", "stablehlo.imag", "stablehlo.complex"):
+                out = _parts_scalar(self, op, ins)
             elif r is None:
                 raise Unsupported(f"{op.where()} in a reduction body")
             else:
@@ -332,6 +334,17 @@ class Emitter:
         if t.shape != ():
             raise Unsupported("reduction body uses a non-scalar value from outside")
         return self.value_at(v, [])
+
+
+def _parts_scalar(em, op, ins):
+    """real / imag / complex on scalar registers (inside region bodies)."""
+    et = _ty(op.operands[0]).element_type
+    if op.name == "stablehlo.complex":
+        from axle.backends.cpu.scalar_ops import make
+        return make(em.b, S.reg_type(_ty(op.results[0]).element_type), ins[0], ins[1])
+    if not et.is_complex:
+        return ins[0] if op.name == "stablehlo.real" else S.constant(et, 0)
+    return em.b.extract_value(ins[0], 0 if op.name == "stablehlo.real" else 1)
 
 
 _INDEX_ET = __import__("axle.ir.types", fromlist=["i64"]).i64

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.emitter import _ty, element_mapper
 from axle.backends.cpu.scalar import Unsupported
 from axle.backends.cpu.scalar_ops import RULES, convert
 from axle.ir.core import Operation
 from axle.ir.types import f32
 
 
+# ops a scalar region body may hold besides the elementwise RULES (see Emitter.region_scalars)
+SCALAR_BODY_OPS = ("stablehlo.return", "stablehlo.convert", "stablehlo.constant", "stablehlo.real",
+                   "stablehlo.imag", "stablehlo.complex")
+
+
 def _check_reduce(op: Operation) -> None:
     for o in op.regions[0].blocks[0].operations:
-        if o.name not in RULES and o.name not in ("stablehlo.return", "stablehlo.convert", "stablehlo.constant"):
+        if o.name not in RULES and o.name not in SCALAR_BODY_OPS:
             raise Unsupported(f"{o.where()} inside the body of {op.where()}")
 
 
@@ -59,8 +64,26 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
 
 def _check_dot(op: Operation) -> None:
     for v in list(op.operands) + list(op.results):
-        if not (_ty(v).element_type.is_float or _ty(v).element_type.is_int or _ty(v).element_type.is_bool):
-            raise Unsupported(f"{op.where()} on {_ty(v).element_type}")
+        S.reg_type(_ty(v).element_type)  # raises Unsupported for types without registers
+
+
+@element_mapper("stablehlo.real", "stablehlo.imag")
+def real_imag_at(em, op: Operation, idx):
+    """real/imag of a complex element; of a real element: itself / zero."""
+    v = op.operands[0]
+    et = _ty(v).element_type
+    x = em.value_at(v, idx)
+    if not et.is_complex:
+        return x if op.name == "stablehlo.real" else S.constant(et, 0)
+    return em.b.extract_value(x, 0 if op.name == "stablehlo.real" else 1)
+
+
+@element_mapper("stablehlo.complex")
+def complex_at(em, op: Operation, idx):
+    """complex(re, im) element."""
+    from axle.backends.cpu.scalar_ops import make
+    t = S.reg_type(_ty(op.results[0]).element_type)
+    return make(em.b, t, em.value_at(op.operands[0], idx), em.value_at(op.operands[1], idx))
 
 
 @kernel("stablehlo.dot_general", memory_operands=True, check=_check_dot)
@@ -74,7 +97,7 @@ def emit_dot(ctx: Context, op: Operation) -> None:
     lfree = [d for d in range(lt.rank) if d not in lb and d not in lc]
     rfree = [d for d in range(rt_.rank) if d not in rb and d not in rc]
     oet = ot.element_type
-    acc_et = (f32 if oet.bitwidth <= 32 else oet) if oet.is_float else oet
+    acc_et = (f32 if oet.bitwidth <= 32 else oet) if oet.is_float else oet  # complex: itself
     add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
     dst = ctx.buffer(op.results[0])
 

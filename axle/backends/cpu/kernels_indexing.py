@@ -106,9 +106,10 @@ def gather_at(em, op: Operation, idx):
 
 
 def _check_scatter(op: Operation) -> None:
+    from axle.backends.cpu.kernels import SCALAR_BODY_OPS
     from axle.backends.cpu.scalar_ops import RULES
     for o in op.regions[0].blocks[0].operations:
-        if o.name not in RULES and o.name not in ("stablehlo.return", "stablehlo.convert", "stablehlo.constant"):
+        if o.name not in RULES and o.name not in SCALAR_BODY_OPS:
             raise Unsupported(f"{o.where()} inside the update computation of {op.where()}")
 
 

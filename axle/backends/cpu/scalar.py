@@ -21,6 +21,9 @@ class Unsupported(Exception):
 def reg_type(et: ElementType) -> ir.Type:
     if not isinstance(et, ElementType):
         raise Unsupported(f"element type {et}")
+    if et.is_complex:  # a {re, im} pair, laid out in memory as numpy does
+        part = F32 if et.name == "complex<f32>" else F64
+        return ir.LiteralStructType([part, part])
     if et.is_bool:
         return I1
     if et.is_int:
@@ -82,6 +85,9 @@ def finish(b: ir.IRBuilder, value, et: ElementType):
 
 def constant(et: ElementType, x) -> ir.Constant:
     t = reg_type(et)
+    if et.is_complex:
+        z = complex(x)
+        return ir.Constant(t, [ir.Constant(t.elements[0], z.real), ir.Constant(t.elements[1], z.imag)])
     if et.is_bool:
         return ir.Constant(I1, int(bool(x)))
     if et.is_int:

@@ -9,17 +9,31 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.scalar import I1, Unsupported, constant, reg_type
+from axle.backends.cpu.scalar import F32, F64, I1, Unsupported, constant, reg_type
 
 RULES = {}
+COMPLEX_RULES = {}  # op name -> rule for complex operands (see the end of this file)
 
 
 def rule(*names):
+    """Register a scalar rule; complex operands are sent to COMPLEX_RULES instead."""
     def deco(fn):
         for n in names:
-            RULES["stablehlo." + n] = fn
+            RULES["stablehlo." + n] = _dispatcher("stablehlo." + n, fn)
         return fn
     return deco
+
+
+def _dispatcher(name: str, fn):
+    def dispatch(e, et, a, op):
+        if getattr(et, "is_complex", False):
+            c = COMPLEX_RULES.get(name)
+            if c is None:
+                raise Unsupported(f"{name} on {et} (in {op.where()})")
+            return c(e, et, a, op)
+        return fn(e, et, a, op)
+    dispatch.__name__ = fn.__name__
+    return dispatch
 
 
 def _is_float(et) -> bool:
@@ -151,7 +165,7 @@ def _math(name):
 
 
 for _n in list(_INTRINSIC_MATH) + list(_LIBM):
-    RULES["stablehlo." + _n] = _math(_n)
+    rule(_n)(_math(_n))
 
 
 @rule("rsqrt")
@@ -237,9 +251,9 @@ def _shift(kind):
     return fn
 
 
-RULES["stablehlo.shift_left"] = _shift("shl")
-RULES["stablehlo.shift_right_logical"] = _shift("lshr")
-RULES["stablehlo.shift_right_arithmetic"] = _shift("ashr")
+rule("shift_left")(_shift("shl"))
+rule("shift_right_logical")(_shift("lshr"))
+rule("shift_right_arithmetic")(_shift("ashr"))
 
 
 # ---------------------------------------------------------------- compare, select, clamp
@@ -292,6 +306,8 @@ def _clamp(e, et, a, op):
 def convert(e, src, dst, x):
     """Convert register x from element type src to dst (spec: convert)."""
     b = e.b
+    if src.is_complex or dst.is_complex:
+        return _convert_complex(e, src, dst, x)
     st, dt = reg_type(src), reg_type(dst)
     if dst.is_bool:
         if src.is_float:
@@ -320,3 +336,163 @@ def convert(e, src, dst, x):
 
 def _fbits(t) -> int:
     return {"half": 16, "float": 32, "double": 64}[str(t)]
+
+
+# ---------------------------------------------------------------- complex numbers
+# complex<f32> is computed in double and rounded once, like the interpreter; the C library's
+# complex functions (cexp, clog, csqrt, ...) take and return {double, double} pairs.
+
+
+def re(b, z):
+    return b.extract_value(z, 0)
+
+
+def im(b, z):
+    return b.extract_value(z, 1)
+
+
+def make(b, t, r, i):
+    z = ir.Constant(t, ir.Undefined)
+    return b.insert_value(b.insert_value(z, r, 0), i, 1)
+
+
+def _wide(e, z):
+    """(re, im) of z as doubles."""
+    b = e.b
+    r, i = re(b, z), im(b, z)
+    if str(r.type) == "float":
+        r, i = b.fpext(r, F64), b.fpext(i, F64)
+    return r, i
+
+
+def _narrow(e, et, r, i):
+    b = e.b
+    t = reg_type(et)
+    part = t.elements[0]
+    if str(part) == "float":
+        r, i = b.fptrunc(r, part), b.fptrunc(i, part)
+    return make(b, t, r, i)
+
+
+def _crule(*names):
+    def deco(fn):
+        for n in names:
+            COMPLEX_RULES["stablehlo." + n] = fn
+        return fn
+    return deco
+
+
+@_crule("add", "subtract")
+def _cadd(e, et, a, op):
+    b = e.b
+    f = b.fsub if op.name.endswith("subtract") else b.fadd  # a dot's accumulation arrives as add
+    (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
+    return _narrow(e, et, f(ar, br), f(ai, bi))
+
+
+@_crule("multiply")
+def _cmul(e, et, a, op):
+    b = e.b
+    (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
+    return _narrow(e, et, b.fsub(b.fmul(ar, br), b.fmul(ai, bi)), b.fadd(b.fmul(ar, bi), b.fmul(ai, br)))
+
+
+def _libc(e, name, args, returns_complex=True):
+    t = ir.LiteralStructType([F64, F64]) if returns_complex else F64
+    fn = e.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(e.module, ir.FunctionType(t, [F64] * len(args)), name)
+    return e.b.call(fn, args)
+
+
+@_crule("divide")
+def _cdiv(e, et, a, op):
+    (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
+    b = e.b
+    # Smith's algorithm (as numpy): scale by the larger component of the divisor
+    abs_br = e.intrinsic("llvm.fabs", F64, [br])
+    abs_bi = e.intrinsic("llvm.fabs", F64, [bi])
+    big_re = b.fcmp_ordered(">=", abs_br, abs_bi)
+    with b.if_else(big_re) as (then, other):
+        with then:
+            rat = b.fdiv(bi, br)
+            den = b.fadd(br, b.fmul(bi, rat))
+            r1 = b.fdiv(b.fadd(ar, b.fmul(ai, rat)), den)
+            i1 = b.fdiv(b.fsub(ai, b.fmul(ar, rat)), den)
+            blk1 = b.block
+        with other:
+            rat = b.fdiv(br, bi)
+            den = b.fadd(bi, b.fmul(br, rat))
+            r2 = b.fdiv(b.fadd(b.fmul(ar, rat), ai), den)
+            i2 = b.fdiv(b.fsub(b.fmul(ai, rat), ar), den)
+            blk2 = b.block
+    rr = b.phi(F64)
+    rr.add_incoming(r1, blk1)
+    rr.add_incoming(r2, blk2)
+    ii = b.phi(F64)
+    ii.add_incoming(i1, blk1)
+    ii.add_incoming(i2, blk2)
+    return _narrow(e, et, rr, ii)
+
+
+@_crule("negate")
+def _cneg(e, et, a, op):
+    b = e.b
+    return make(b, a[0].type, b.fneg(re(b, a[0])), b.fneg(im(b, a[0])))
+
+
+@_crule("abs")
+def _cabs(e, et, a, op):
+    r, i = _wide(e, a[0])
+    v = _libc(e, "hypot", [r, i], returns_complex=False)
+    return e.b.fptrunc(v, F32) if et.name == "complex<f32>" else v
+
+
+_CLIB = {"exponential": "cexp", "log": "clog", "sqrt": "csqrt", "sine": "csin", "cosine": "ccos",
+         "tanh": "ctanh", "tan": "ctan"}
+
+
+def _cfunc(name):
+    def fn(e, et, a, op):
+        r, i = _wide(e, a[0])
+        z = _libc(e, _CLIB[name], [r, i])
+        return _narrow(e, et, re(e.b, z), im(e.b, z))
+    return fn
+
+
+for _n in _CLIB:
+    _crule(_n)(_cfunc(_n))
+
+
+@_crule("power")
+def _cpow(e, et, a, op):
+    (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
+    z = _libc(e, "cpow", [ar, ai, br, bi])
+    return _narrow(e, et, re(e.b, z), im(e.b, z))
+
+
+@_crule("compare")
+def _ccompare(e, et, a, op):
+    b = e.b
+    d = op.attr("comparison_direction")
+    if d not in ("EQ", "NE"):
+        raise Unsupported(f"{op.where()}: {d} on {et}")
+    eq = b.and_(b.fcmp_ordered("oeq", re(b, a[0]), re(b, a[1])), b.fcmp_ordered("oeq", im(b, a[0]), im(b, a[1])))
+    return eq if d == "EQ" else b.not_(eq)
+
+
+@_crule("select")
+def _cselect(e, et, a, op):
+    return e.b.select(*a)
+
+
+def _convert_complex(e, src, dst, x):
+    b = e.b
+    if src.is_complex and dst.is_complex:
+        r, i = _wide(e, x)
+        return _narrow(e, dst, r, i)
+    if dst.is_complex:  # real -> complex: imaginary part 0
+        comp = dst.component
+        r = convert(e, src, comp, x)
+        return make(b, reg_type(dst), r, ir.Constant(reg_type(comp), 0.0))
+    return convert(e, src.component, dst, re(b, x))  # complex -> real: the real part
