@@ -87,3 +87,25 @@ def test_kernel_matches_interpreter(name, seed):
     got = CpuExecutable(parse_module(text)).execute(args)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_integer_power_and_complex_ops_match_the_interpreter():
+    text = """
+func.func @main(%x: tensor<9xi32>, %n: tensor<9xi32>, %z: tensor<4xcomplex<f64>>, %w: tensor<4xcomplex<f64>>)
+    -> (tensor<9xi32>, tensor<4xcomplex<f64>>, tensor<4xf64>, tensor<4xcomplex<f64>>) {
+  %p = stablehlo.power %x, %n : tensor<9xi32>
+  %q = stablehlo.divide %z, %w : tensor<4xcomplex<f64>>
+  %a = stablehlo.abs %q : (tensor<4xcomplex<f64>>) -> tensor<4xf64>
+  %e = stablehlo.exponential %z : tensor<4xcomplex<f64>>
+  %m = stablehlo.multiply %e, %w : tensor<4xcomplex<f64>>
+  return %p, %q, %a, %m : tensor<9xi32>, tensor<4xcomplex<f64>>, tensor<4xf64>, tensor<4xcomplex<f64>>
+}"""
+    x = np.array([2, -2, 1, -1, -1, 0, 3, 7, 5], np.int32)
+    n = np.array([10, 3, -4, -3, -2, 0, 0, 2, 31], np.int32)
+    z = np.array([1 + 2j, -3 + 0.5j, 0j, 2 - 2j])
+    w = np.array([0.5 - 1j, 4 + 0j, 1j, -1e-3 + 2j])
+    want = run_function(parse_module(text), [x, n, z, w])
+    got = CpuExecutable(parse_module(text)).execute([x, n, z, w])
+    np.testing.assert_array_equal(got[0], want[0])
+    for g, w_ in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, w_, rtol=1e-13)

@@ -188,9 +188,29 @@ def _atan2(e, et, a, op):
 
 @rule("power")
 def _pow(e, et, a, op):
-    if not _is_float(et):
-        raise Unsupported("integer stablehlo.power")
-    return e.intrinsic("llvm.pow", a[0].type, a)
+    if _is_float(et):
+        return e.intrinsic("llvm.pow", a[0].type, a)
+    if et.is_bool:
+        raise Unsupported("stablehlo.power on i1")
+    # integers: square-and-multiply over every bit of the exponent (no data-dependent
+    # branches); a negative exponent gives 0 unless |base| is 1 (the interpreter's rule)
+    b = e.b
+    x, n = a
+    t = x.type
+    one, zero = ir.Constant(t, 1), ir.Constant(t, 0)
+    result, base = one, x
+    for k in range(et.bitwidth):
+        bit = b.icmp_unsigned("!=", b.and_(b.lshr(n, ir.Constant(t, k)), one), zero)
+        result = b.select(bit, b.mul(result, base), result)
+        base = b.mul(base, base)
+    if et.is_unsigned:
+        return result
+    negative = b.icmp_signed("<", n, zero)
+    odd = b.icmp_unsigned("!=", b.and_(n, one), zero)
+    minus_one = ir.Constant(t, -1)
+    small = b.select(b.icmp_signed("==", x, one), one,
+                     b.select(b.icmp_signed("==", x, minus_one), b.select(odd, minus_one, one), zero))
+    return b.select(negative, small, result)
 
 
 @rule("is_finite")
@@ -496,3 +516,22 @@ def _convert_complex(e, src, dst, x):
         r = convert(e, src, comp, x)
         return make(b, reg_type(dst), r, ir.Constant(reg_type(comp), 0.0))
     return convert(e, src.component, dst, re(b, x))  # complex -> real: the real part
+
+
+@_crule("rsqrt")
+def _crsqrt(e, et, a, op):
+    r, i = _wide(e, a[0])
+    z = _libc(e, "csqrt", [r, i])
+    one = _narrow(e, et, ir.Constant(F64, 1.0), ir.Constant(F64, 0.0))
+    return _cdiv(e, et, [one, _narrow(e, et, re(e.b, z), im(e.b, z))], op)
+
+
+@_crule("sign")
+def _csign(e, et, a, op):
+    """z / |z|, and 0 for 0 (NaN stays NaN through the division)."""
+    b = e.b
+    r, i = _wide(e, a[0])
+    mag = _libc(e, "hypot", [r, i], returns_complex=False)
+    is_zero = b.fcmp_ordered("oeq", mag, ir.Constant(F64, 0.0))
+    safe = b.select(is_zero, ir.Constant(F64, 1.0), mag)
+    return _narrow(e, et, b.fdiv(r, safe), b.fdiv(i, safe))
