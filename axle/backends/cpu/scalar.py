@@ -27,9 +27,7 @@ def reg_type(et: ElementType) -> ir.Type:
     if et.is_bool:
         return I1
     if et.is_int:
-        if et.bitwidth < 8:
-            raise Unsupported(f"element type {et} (sub-byte integers)")
-        return ir.IntType(et.bitwidth)
+        return ir.IntType(et.bitwidth)  # i2/i4 registers are 2/4 bits wide: LLVM wraps them
     if et.name == "f16":
         return F16
     if et.name in ("f32", "bf16"):
@@ -40,7 +38,7 @@ def reg_type(et: ElementType) -> ir.Type:
 
 
 def mem_type(et: ElementType) -> ir.Type:
-    if et.is_bool:
+    if et.is_bool or (et.is_int and et.bitwidth < 8):  # ml_dtypes keeps i2/i4 in a byte's low bits
         return I8
     if et.name == "bf16":
         return I16
@@ -51,6 +49,8 @@ def load(b: ir.IRBuilder, ptr, et: ElementType):
     v = b.load(ptr)
     if et.is_bool:
         return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    if et.is_int and et.bitwidth < 8:
+        return b.trunc(v, ir.IntType(et.bitwidth))
     if et.name == "bf16":
         wide = b.shl(b.zext(v, I32), ir.Constant(I32, 16))
         return b.bitcast(wide, F32)
@@ -58,7 +58,7 @@ def load(b: ir.IRBuilder, ptr, et: ElementType):
 
 
 def store(b: ir.IRBuilder, value, ptr, et: ElementType):
-    if et.is_bool:
+    if et.is_bool or (et.is_int and et.bitwidth < 8):
         value = b.zext(value, I8)
     elif et.name == "bf16":
         value = b.trunc(b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16)), I16)

@@ -535,3 +535,16 @@ def _csign(e, et, a, op):
     is_zero = b.fcmp_ordered("oeq", mag, ir.Constant(F64, 0.0))
     safe = b.select(is_zero, ir.Constant(F64, 1.0), mag)
     return _narrow(e, et, b.fdiv(r, safe), b.fdiv(i, safe))
+
+
+@_crule("maximum", "minimum")
+def _cminmax(e, et, a, op):
+    """Lexicographic order on (real, imaginary), as the interpreter orders complex numbers."""
+    b = e.b
+    x, y = a
+    gt = b.or_(b.fcmp_ordered(">", re(b, x), re(b, y)),
+               b.and_(b.fcmp_ordered("oeq", re(b, x), re(b, y)), b.fcmp_ordered(">", im(b, x), im(b, y))))
+    lt = b.or_(b.fcmp_ordered("<", re(b, x), re(b, y)),
+               b.and_(b.fcmp_ordered("oeq", re(b, x), re(b, y)), b.fcmp_ordered("<", im(b, x), im(b, y))))
+    pick_x = gt if op.name.endswith("maximum") else lt
+    return b.select(pick_x, x, y)
