@@ -269,6 +269,7 @@ def compile_function(module: Module, entry: str = "main") -> Program:
     import axle.backends.cpu.kernels_indexing  # noqa: F401
     import axle.backends.cpu.kernels_window  # noqa: F401
     import axle.backends.cpu.kernels_conv  # noqa: F401
+    import axle.backends.cpu.kernels_linalg  # noqa: F401
     fn = module.function(entry)
     block = fn.body
     for a in block.arguments:

@@ -402,12 +402,18 @@ def _crule(*names):
     return deco
 
 
-@_crule("add", "subtract")
-def _cadd(e, et, a, op):
-    b = e.b
-    f = b.fsub if op.name.endswith("subtract") else b.fadd  # a dot's accumulation arrives as add
-    (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
-    return _narrow(e, et, f(ar, br), f(ai, bi))
+def _caddsub(subtract: bool):
+    # the rule is chosen by the op it implements, never by `op` (kernels pass their own op)
+    def rule_(e, et, a, op):
+        b = e.b
+        f = b.fsub if subtract else b.fadd
+        (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
+        return _narrow(e, et, f(ar, br), f(ai, bi))
+    return rule_
+
+
+_crule("add")(_caddsub(False))
+_crule("subtract")(_caddsub(True))
 
 
 @_crule("multiply")
@@ -537,8 +543,13 @@ def _csign(e, et, a, op):
     return _narrow(e, et, b.fdiv(r, safe), b.fdiv(i, safe))
 
 
-@_crule("maximum", "minimum")
-def _cminmax(e, et, a, op):
+def _cminmax(is_max: bool):
+    def rule_(e, et, a, op):
+        return _cpick(e, a, is_max)
+    return rule_
+
+
+def _cpick(e, a, is_max: bool):
     """Lexicographic order on (real, imaginary), as the interpreter orders complex numbers."""
     b = e.b
     x, y = a
@@ -546,5 +557,8 @@ def _cminmax(e, et, a, op):
                b.and_(b.fcmp_ordered("oeq", re(b, x), re(b, y)), b.fcmp_ordered(">", im(b, x), im(b, y))))
     lt = b.or_(b.fcmp_ordered("<", re(b, x), re(b, y)),
                b.and_(b.fcmp_ordered("oeq", re(b, x), re(b, y)), b.fcmp_ordered("<", im(b, x), im(b, y))))
-    pick_x = gt if op.name.endswith("maximum") else lt
-    return b.select(pick_x, x, y)
+    return b.select(gt if is_max else lt, x, y)
+
+
+_crule("maximum")(_cminmax(True))
+_crule("minimum")(_cminmax(False))
