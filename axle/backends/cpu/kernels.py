@@ -19,7 +19,8 @@ SCALAR_BODY_OPS = ("stablehlo.return", "stablehlo.convert", "stablehlo.constant"
 
 
 def _check_reduce(op: Operation) -> None:
-    for o in op.regions[0].blocks[0].operations:
+    """Every region of op must be scalar code the emitter can inline."""
+    for o in (o for r in op.regions for o in r.blocks[0].operations):
         if o.name not in RULES and o.name not in SCALAR_BODY_OPS:
             raise Unsupported(f"{o.where()} inside the body of {op.where()}")
 

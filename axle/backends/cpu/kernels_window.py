@@ -1,4 +1,4 @@
-"""Windowed reductions and sorting of the CPU backend: reduce_window, sort.
+"""Windowed ops and sorting of the CPU backend: reduce_window, select_and_scatter, sort.
 
 For each output index and each window position, the input index in the padded and
 base-dilated input is out * stride + w * window_dilation - pad_low; positions that fall
@@ -67,11 +67,7 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     em.loop_nest(list(out_ts[0].shape), body)
 
 
-def _check_sort(op: Operation) -> None:
-    _check_reduce(op)  # the comparator must be scalar code too
-
-
-@kernel("stablehlo.sort", check=_check_sort)
+@kernel("stablehlo.sort", check=_check_reduce)  # the comparator must be scalar code too
 def sort(ctx: Context, op: Operation) -> None:
     """Stable insertion sort of every 1-D slice along `dimension`, moving all operands
     together; the comparator region runs inline on (lhs0, rhs0, lhs1, rhs1, ...)."""
@@ -127,3 +123,64 @@ def sort(ctx: Context, op: Operation) -> None:
         em.for_range(n - 1, insert)
 
     em.loop_nest(outer, per_slice)
+
+
+@kernel("stablehlo.select_and_scatter", memory_operands=True, check=_check_reduce)
+def select_and_scatter(ctx: Context, op: Operation) -> None:
+    """For each window, pick an element with the select region (padding is never picked;
+    the first of equals wins, as the spec's order), then combine the source value into
+    the result at that position with the scatter region; the result starts as init."""
+    em, b = ctx.em, ctx.b
+    operand, source, init = op.operands
+    ot, st = _ty(operand), _ty(source)
+    rank = ot.rank
+    wdims = op.attr("window_dimensions") or [1] * rank
+    strides = op.attr("window_strides") or [1] * rank
+    pad = op.attr("padding")
+    pad_lo = [int(pad[d][0]) for d in range(rank)] if pad is not None else [0] * rank
+    r = op.results[0]
+    rt = _ty(r)
+    et = rt.element_type
+    dst = ctx.buffer(r)
+    em.loop_nest(list(rt.shape), lambda idx: S.store(b, em.value_at(init, []),
+                                                      em.element_ptr(dst, et, em.linear(idx, rt.shape)), et))
+    select_region, scatter_region = op.regions
+    oet = ot.element_type
+
+    def per_source(sidx):
+        have = em.alloca(I1)
+        best_val = em.alloca(S.reg_type(oet))
+        best_idx = [em.alloca(I64) for _ in range(rank)]
+        b.store(ir.Constant(I1, 0), have)
+
+        def window(widx):
+            ok = ir.Constant(I1, 1)
+            pos = []
+            for d in range(rank):
+                p = b.sub(b.add(b.mul(sidx[d], em.const_i64(strides[d])), widx[d]), em.const_i64(pad_lo[d]))
+                ok = b.and_(ok, b.icmp_unsigned("<", p, em.const_i64(ot.shape[d])))
+                pos.append(p)
+            with b.if_then(ok):
+                cand = em.value_at(operand, pos)
+                first = b.not_(b.load(have))
+                with b.if_else(first) as (then, other):
+                    with then:
+                        b.store(ir.Constant(I1, 1), have)
+                        b.store(cand, best_val)
+                        for s_, p in zip(best_idx, pos):
+                            b.store(p, s_)
+                    with other:
+                        (keep,) = em.region_scalars(select_region, [b.load(best_val), cand])
+                        with b.if_then(b.not_(keep)):
+                            b.store(cand, best_val)
+                            for s_, p in zip(best_idx, pos):
+                                b.store(p, s_)
+
+        em.loop_nest(list(wdims), window)
+        with b.if_then(b.load(have)):
+            at = [b.load(s_) for s_ in best_idx]
+            ptr = em.element_ptr(dst, et, em.linear(at, rt.shape))
+            (new,) = em.region_scalars(scatter_region, [S.load(b, ptr, et), em.value_at(source, sidx)])
+            S.store(b, new, ptr, et)
+
+    em.loop_nest(list(st.shape), per_source)
