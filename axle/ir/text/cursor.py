@@ -190,7 +190,6 @@ class Cursor:
         start = self.pos
         if not self.text.startswith(open_, self.pos):
             raise self.error(f"expected '{open_}'")
-        depth = 0
         pairs = {"<": ">", "(": ")", "[": "]", "{": "}"}
         stack = []
         i = self.pos
@@ -204,9 +203,7 @@ class Cursor:
                 i = m.end()
                 continue
             if c in pairs:
-                if c == "<" or True:
-                    stack.append(pairs[c])
-                depth += 1
+                stack.append(pairs[c])
             elif c in ")]}>":
                 if c == ">" and i > 0 and self.text[i - 1] == "-":  # '->' inside
                     i += 1

@@ -352,7 +352,8 @@ def _read_top_k(p, opdef, pos):
     p.expect("(")
     operand = p.parse_operand()
     p.expect(",")
-    p.accept_keyword("k") or (_ for _ in ()).throw(p.error("expected 'k = N'"))
+    if not p.accept_keyword("k"):
+        raise p.error("expected 'k = N'")
     p.expect("=")
     attrs = {"k": A.IntegerAttr(p.integer("k"), I64)}
     p.expect(")")
@@ -366,7 +367,7 @@ def _read_convolution(p, opdef, pos):
     operands = p.parse_operands()
     p.expect(")")
     attrs: dict = {}
-    p.expect(",") if p.peek(",") else None
+    p.accept(",")
     if p.accept_keyword("dim_numbers"):
         p.expect("=")
         dn = p.parse_conv_layout()
@@ -428,7 +429,6 @@ def _read_reduce(p, opdef, pos):
     while True:
         p.expect("(")
         inputs.append(p.parse_operand())
-        p.expect_kw = None
         if not p.accept_keyword("init"):
             raise p.error("expected 'init:' in reduce operand")
         p.expect(":")

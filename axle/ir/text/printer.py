@@ -141,14 +141,13 @@ class Printer:
             return
         self.lines.append(head + " (")
         for i, r in enumerate(op.regions):
-            self.region(r, indent, opener="{", closer="}" + ("," if i + 1 < len(op.regions) else ""))
+            self.region(r, indent, opener="{" if i == 0 else "", closer="}" + (", {" if i + 1 < len(op.regions) else ""))
         self.lines[-1] = self.lines[-1] + ")" + tail
 
     def region(self, r: Region, indent: int, opener: str, closer: str) -> None:
+        """A region of the generic form: `({` on the op's line, blocks, then `closer`."""
         pad = "  " * indent
-        self.lines[-1] += " " + opener if self.lines[-1].endswith("(") is False else opener
-        if self.lines[-1].endswith("( {"):
-            self.lines[-1] = self.lines[-1][:-3] + "({"
+        self.lines[-1] += opener
         for b in r.blocks:
             args = ", ".join(f"{self.namer.name_arg(a)}: {a.type}" + self.loc(a.location) for a in b.arguments)
             if b.arguments or len(r.blocks) > 1:
@@ -166,9 +165,9 @@ class Printer:
             names = [self.namer.name_arg(a) for a in b.arguments]
             groups = " ".join(f"({names[i]}: {b.arguments[i].type}, {names[i + n]}: {b.arguments[i + n].type})"
                               for i in range(n))
-            self.lines.append(f"{pad}  reducer{groups} {{" if False else f"{pad}  reducer{groups} {{")
+            self.lines.append(f"{pad}  reducer{groups} {{")
         else:
-            self.lines.append(f"{pad}  {keyword} {{" if keyword == "cond" else f"{pad}  {keyword} {{")
+            self.lines.append(f"{pad}  {keyword} {{")
         for o in b.operations:
             self.op(o, indent + 2)
         self.lines.append(pad + "  }")
