@@ -25,6 +25,40 @@ def _check_reduce(op: Operation) -> None:
             raise Unsupported(f"{o.where()} inside the body of {op.where()}")
 
 
+class Accumulators:
+    """Stack slots for the running values of a reduction-like kernel (reduce,
+    reduce_window): initialized from the init operands, combined by the body region,
+    stored into the results at the end."""
+
+    def __init__(self, ctx: Context, op: Operation, inits):
+        em, b = ctx.em, ctx.b
+        self.ctx, self.op = ctx, op
+        region = op.regions[0]
+        self.slots = []
+        for init, arg in zip(inits, region.blocks[0].arguments):
+            slot = em.alloca(S.reg_type(arg.type.element_type))
+            b.store(em.value_at(init, []), slot)
+            self.slots.append(slot)
+
+    def combine(self, elements: list) -> None:
+        b = self.ctx.b
+        new = self.ctx.em.region_scalars(self.op.regions[0], [b.load(s) for s in self.slots] + elements)
+        for s, v in zip(self.slots, new):
+            b.store(v, s)
+
+    def store(self, out_idx: list) -> None:
+        em, b = self.ctx.em, self.ctx.b
+        for s, r in zip(self.slots, self.op.results):
+            t = _ty(r)
+            S.store(b, b.load(s), em.element_ptr(self.ctx.buffer(r), t.element_type, em.linear(out_idx, t.shape)),
+                    t.element_type)
+
+
+def accumulator_type(et):
+    """What dot-like kernels sum in: f32 for floats of 32 bits or less, else the type itself."""
+    return (f32 if et.bitwidth <= 32 else et) if et.is_float else et
+
+
 @kernel("stablehlo.reduce", check=_check_reduce)
 def emit_reduce(ctx: Context, op: Operation) -> None:
     em, b = ctx.em, ctx.b
@@ -34,15 +68,8 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
     in_t = _ty(inputs[0])
     out_ts = [_ty(r) for r in op.results]
     kept = [d for d in range(in_t.rank) if d not in dims]
-    region = op.regions[0]
-    body_ets = [a.type.element_type for a in region.blocks[0].arguments[:n]]
-
     def body(out_idx):
-        accs = []
-        for init, et in zip(inits, body_ets):
-            slot = em.alloca(S.reg_type(et))
-            b.store(em.value_at(init, []), slot)
-            accs.append(slot)
+        acc = Accumulators(ctx, op, inits)
 
         def inner(red_idx):
             full = [None] * in_t.rank
@@ -50,15 +77,10 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
                 full[d] = i
             for d, i in zip(dims, red_idx):
                 full[d] = i
-            elems = [em.value_at(v, full) for v in inputs]
-            new = em.region_scalars(region, [b.load(a) for a in accs] + elems)
-            for a, v in zip(accs, new):
-                b.store(v, a)
+            acc.combine([em.value_at(v, full) for v in inputs])
 
         em.loop_nest([in_t.shape[d] for d in dims], inner)
-        for a, r, t in zip(accs, op.results, out_ts):
-            S.store(b, b.load(a), em.element_ptr(ctx.buffer(r), t.element_type, em.linear(out_idx, t.shape)),
-                    t.element_type)
+        acc.store(out_idx)
 
     em.loop_nest(list(out_ts[0].shape), body)
 
@@ -98,7 +120,7 @@ def emit_dot(ctx: Context, op: Operation) -> None:
     lfree = [d for d in range(lt.rank) if d not in lb and d not in lc]
     rfree = [d for d in range(rt_.rank) if d not in rb and d not in rc]
     oet = ot.element_type
-    acc_et = (f32 if oet.bitwidth <= 32 else oet) if oet.is_float else oet  # complex: itself
+    acc_et = accumulator_type(oet)
     add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
     dst = ctx.buffer(op.results[0])
 

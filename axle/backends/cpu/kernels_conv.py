@@ -14,10 +14,10 @@ from llvmlite import ir
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.kernels import accumulator_type
 from axle.backends.cpu.scalar import I1, Unsupported
 from axle.backends.cpu.scalar_ops import RULES, convert
 from axle.ir.core import Operation
-from axle.ir.types import f32
 
 
 def _check_conv(op: Operation) -> None:
@@ -51,7 +51,7 @@ def convolution(ctx: Context, op: Operation) -> None:
     cin = kt.shape[ki]  # input features per group
     ksizes = [kt.shape[d] for d in ksp]
     oet = ot.element_type
-    acc_et = (f32 if oet.bitwidth <= 32 else oet) if oet.is_float else oet
+    acc_et = accumulator_type(oet)
     add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
     dst = ctx.buffer(op.results[0])
 

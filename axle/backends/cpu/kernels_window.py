@@ -12,7 +12,7 @@ from llvmlite import ir
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.kernels import _check_reduce
+from axle.backends.cpu.kernels import Accumulators, _check_reduce
 from axle.backends.cpu.scalar import I1, I64
 from axle.ir.core import Operation
 
@@ -30,16 +30,10 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     wdil = op.attr("window_dilations") or [1] * rank
     pad = op.attr("padding")
     pad_lo = [int(pad[d][0]) for d in range(rank)] if pad is not None else [0] * rank
-    region = op.regions[0]
-    body_ets = [a.type.element_type for a in region.blocks[0].arguments[:n]]
     out_ts = [_ty(r) for r in op.results]
 
     def body(oidx):
-        accs = []
-        for init, et in zip(inits, body_ets):
-            slot = em.alloca(S.reg_type(et))
-            b.store(em.value_at(init, []), slot)
-            accs.append(slot)
+        acc = Accumulators(ctx, op, inits)
 
         def window(widx):
             ok = ir.Constant(I1, 1)
@@ -54,15 +48,10 @@ def reduce_window(ctx: Context, op: Operation) -> None:
                 ok = b.and_(ok, b.icmp_signed("<", p, em.const_i64(it.shape[d])))
                 src.append(p)
             with b.if_then(ok):
-                elems = [em.value_at(v, src) for v in inputs]
-                new = em.region_scalars(region, [b.load(a) for a in accs] + elems)
-                for a, v in zip(accs, new):
-                    b.store(v, a)
+                acc.combine([em.value_at(v, src) for v in inputs])
 
         em.loop_nest(list(wdims), window)
-        for a, r, t in zip(accs, op.results, out_ts):
-            S.store(b, b.load(a), em.element_ptr(ctx.buffer(r), t.element_type, em.linear(oidx, t.shape)),
-                    t.element_type)
+        acc.store(oidx)
 
     em.loop_nest(list(out_ts[0].shape), body)
 
