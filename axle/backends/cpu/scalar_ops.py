@@ -594,3 +594,50 @@ def _next_after(e, et, a, op):
 
 
 RULES["chlo.next_after"] = _dispatcher("chlo.next_after", _next_after)
+
+
+# ---------------------------------------------------------------- reduce_precision
+
+_FLOAT_BITS = {"f16": (16, 5, 10), "bf16": (16, 8, 7), "f32": (32, 8, 23), "f64": (64, 11, 52)}
+
+
+@rule("reduce_precision")
+def _reduce_precision(e, et, a, op):
+    """Round the mantissa to `mantissa_bits` (ties to even) and flush exponents outside
+    `exponent_bits` to +-0 / +-inf, on the element type's own bit pattern; NaN stays NaN
+    (becomes inf when no mantissa bits are kept)."""
+    if et.name not in _FLOAT_BITS:
+        raise Unsupported(f"stablehlo.reduce_precision on {et}")
+    b = e.b
+    width, src_e, src_m = _FLOAT_BITS[et.name]
+    t = ir.IntType(width)
+    x = a[0]
+    if et.name == "bf16":
+        bits = b.trunc(b.lshr(b.bitcast(x, ir.IntType(32)), ir.Constant(ir.IntType(32), 16)), t)
+    else:
+        bits = b.bitcast(x, t)
+    exp_bits, man_bits = op.attr("exponent_bits"), op.attr("mantissa_bits")
+
+    def c(v):
+        return ir.Constant(t, v & ((1 << width) - 1))
+
+    if man_bits < src_m:
+        dropped = src_m - man_bits
+        last = b.lshr(b.and_(bits, c(1 << dropped)), c(dropped))
+        bias = b.add(last, c((1 << (dropped - 1)) - 1))
+        bits = b.and_(b.add(bits, bias), c(~((1 << dropped) - 1)))
+    if exp_bits < src_e:
+        exp_mask = ((1 << src_e) - 1) << src_m
+        ebias = (1 << (src_e - 1)) - 1
+        rbias = (1 << (exp_bits - 1)) - 1
+        exponent = b.and_(bits, c(exp_mask))
+        signed_zero = b.and_(bits, c(1 << (width - 1)))
+        bits = b.select(b.icmp_unsigned(">", exponent, c((ebias + rbias) << src_m)),
+                        b.or_(signed_zero, c(exp_mask)), bits)
+        bits = b.select(b.icmp_unsigned("<=", exponent, c((ebias - rbias) << src_m)), signed_zero, bits)
+    if et.name == "bf16":
+        out = b.bitcast(b.shl(b.zext(bits, ir.IntType(32)), ir.Constant(ir.IntType(32), 16)), x.type)
+    else:
+        out = b.bitcast(bits, x.type)
+    nan = b.fcmp_unordered("uno", x, x)
+    return b.select(nan, x if man_bits > 0 else ir.Constant(x.type, float("inf")), out)
