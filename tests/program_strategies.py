@@ -31,7 +31,7 @@ def programs(draw):
     steps = draw(st.integers(3, 10))
     for _ in range(steps):
         kind = draw(st.sampled_from(["binary", "unary", "identity", "bcast", "transpose2", "reshape2",
-                                     "reduce", "dot", "const", "select"]))
+                                     "reduce", "dot", "const", "select", "slice_concat", "pad_slice"]))
         full = [v for v in p.values if v[1] == SHAPE]
         x = draw(st.sampled_from(full))[0]
         y = draw(st.sampled_from(full))[0]
@@ -87,6 +87,23 @@ def programs(draw):
                              for i in range(SHAPE[0]))
             k = p.emit(f"stablehlo.constant dense<[{rows}]> : {T}", SHAPE)
             p.emit(f"stablehlo.add {x}, {k} : {T}", SHAPE)
+        elif kind == "slice_concat":  # split along a dimension, swap the halves, join them back
+            d = draw(st.integers(0, 1))
+            k = draw(st.integers(1, SHAPE[d] - 1))
+            lo_shape = tuple(k if i == d else n for i, n in enumerate(SHAPE))
+            hi_shape = tuple(SHAPE[d] - k if i == d else n for i, n in enumerate(SHAPE))
+            lims_lo = ", ".join(f"0:{k}" if i == d else f"0:{n}" for i, n in enumerate(SHAPE))
+            lims_hi = ", ".join(f"{k}:{n}" if i == d else f"0:{n}" for i, n in enumerate(SHAPE))
+            a1 = p.emit(f"stablehlo.slice {x} [{lims_lo}] : ({T}) -> {_t(lo_shape)}", lo_shape)
+            a2 = p.emit(f"stablehlo.slice {x} [{lims_hi}] : ({T}) -> {_t(hi_shape)}", hi_shape)
+            p.emit(f"stablehlo.concatenate {a2}, {a1}, dim = {d} : ({_t(hi_shape)}, {_t(lo_shape)}) -> {T}", SHAPE)
+        elif kind == "pad_slice":  # pad with a constant, then slice a window of the original size
+            lo, hi = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+            padded = (SHAPE[0] + lo + hi, SHAPE[1] + 1)
+            pv = p.emit("stablehlo.constant dense<0.5> : tensor<f32>", ())
+            pd = p.emit(f"stablehlo.pad {x}, {pv}, low = [{lo}, 1], high = [{hi}, 0], interior = [0, 0] : "
+                        f"({T}, tensor<f32>) -> {_t(padded)}", padded)
+            p.emit(f"stablehlo.slice {pd} [0:{SHAPE[0]}, 0:{SHAPE[1]}] : ({_t(padded)}) -> {T}", SHAPE)
         elif kind == "select":
             c = p.emit(f"stablehlo.compare GT, {x}, {y}, FLOAT : ({T}, {T}) -> {_t(SHAPE, 'i1')}", SHAPE)
             p.values[-1] = (c, "pred")
