@@ -191,12 +191,14 @@ class Context:
                         want.add(id(v))
         last_read = _last_readers(block, want)
         by_id = {id(r): r for op in ops for r in op.results}
-        emitted = [op for op in ops if any(id(r) in want for r in op.results)]
+        # ops without results (checks, effects) run for their effect
+        emitted = [op for op in ops if any(id(r) in want for r in op.results)
+                   or (not op.results and op.name in KERNELS)]
         for k, op in enumerate(emitted):
             for r in op.results:
                 if not self.has_buffer(r):
                     self.em.buffers[id(r)] = targets.get(id(r)) or self.temp(_ty(r), r)
-            self.kernels.append((op.name, op.where(), list(_ty(op.results[0]).shape)))
+            self.kernels.append((op.name, op.where(), list(_ty(op.results[0]).shape) if op.results else []))
             kd = KERNELS.get(op.name)
             if kd is not None:
                 kd.fn(self, op)
@@ -241,7 +243,8 @@ def _last_readers(block: Block, want: set) -> dict:
     """id(emitting op) -> ids of materialized values whose last reader that op is."""
     memo: dict = {}
     last: dict[int, int] = {}
-    order = [op for op in block.operations[:-1] if any(id(r) in want for r in op.results)]
+    order = [op for op in block.operations[:-1] if any(id(r) in want for r in op.results)
+             or (not op.results and op.name in KERNELS)]
     for op in order:
         for x in _reads(op):
             for d in _deps(x, want, block, memo):

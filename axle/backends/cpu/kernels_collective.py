@@ -1,4 +1,4 @@
-"""Collectives on CPU devices of one host: compiled code calls back into the runtime.
+"""Collectives (and probes) on CPU devices of one host: compiled code calls back into the runtime.
 
 Each CPU device runs its program in its own thread. A collective op (all_reduce,
 all_gather, reduce_scatter, all_to_all, collective_permute, collective_broadcast) and
@@ -29,6 +29,9 @@ from axle.ir.core import Operation
 COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
                "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast",
                "stablehlo.replica_id", "stablehlo.partition_id")
+# The interpreter's probes run the same way: a probe records a value for a later
+# check.expect_serialized_eq, which reads the same store.
+HOST_OPS = COLLECTIVES + ("interpreter.probe", "check.expect_serialized_eq")
 
 _OPS: dict[int, Operation] = {}  # key -> op (kept alive as long as the process)
 _LOCK = threading.Lock()
@@ -90,7 +93,7 @@ _CALLBACK = _CALLBACK_TYPE(_host)
 _CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
 
 
-@kernel(*COLLECTIVES, memory_operands=True)
+@kernel(*HOST_OPS, memory_operands=True)
 def emit_collective(ctx: Context, op: Operation) -> None:
     """A call of the host callback with (key, [operand pointers..., result pointers...])."""
     b = ctx.b
