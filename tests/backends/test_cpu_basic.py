@@ -107,3 +107,21 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
         x = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
         np.testing.assert_array_equal(ex(x), x + 1)
     assert len(ex._programs) == 3
+
+
+def test_ops_without_results_run_and_their_errors_surface():
+    """A check with no result must run (it is emitted although nothing reads it), and an
+    error raised in its host callback is raised after the native call."""
+    from axle.interpreter.ops_check import CheckFailure, reset_default_probes
+    text = """
+func.func @main(%x: tensor<3xi64>) -> tensor<3xi64> {
+  %p = interpreter.probe %x, probe_id = "p" : tensor<3xi64>
+  check.expect_serialized_eq %p, probe_id = "%s" : tensor<3xi64>
+  return %p : tensor<3xi64>
+}"""
+    x = np.array([1, 2, 3], np.int64)
+    reset_default_probes()
+    np.testing.assert_array_equal(CpuExecutable(parse_module(text.replace("%s", "p"))).execute([x])[0], x)
+    reset_default_probes()
+    with pytest.raises(CheckFailure, match="no value"):
+        CpuExecutable(parse_module(text.replace("%s", "missing"))).execute([x])
