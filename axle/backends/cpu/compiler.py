@@ -50,12 +50,62 @@ def kernel(*names: str, memory_operands: bool = False, check: Optional[Callable]
 
 
 @dataclass
+class KernelInfo:
+    """One emitted kernel: the op that owns the loop (or library call) and the ops fused into it.
+
+    `fused` are the ops computed inside this kernel's loops instead of in their own buffers
+    (elementwise producers, broadcasts, slices, ... read through the elemental emitter);
+    `inputs` are the materialized values it reads (arguments, other kernels' results);
+    `library` names the library routine the kernel calls, if any (e.g. "blas.sgemm").
+    """
+    index: int
+    op: Operation
+    fused: list
+    inputs: list
+    library: Optional[str] = None
+    depth: int = 0  # 0 for the entry function, >0 inside while/if/case bodies
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    def where(self) -> str:
+        return self.op.where()
+
+    @property
+    def shape(self) -> list:
+        return list(_ty(self.op.results[0]).shape) if self.op.results else []
+
+    def bytes_moved(self) -> int:
+        """Bytes read from inputs plus bytes written to results (each buffer once)."""
+        total = 0
+        for v in list(self.inputs) + list(self.op.results):
+            t = getattr(v, "type", None)
+            if isinstance(t, TensorType) and t.is_static:
+                total += nbytes(t)
+        return total
+
+    def flops(self) -> int:
+        """Floating/integer operations, counted as XLA's cost analysis does roughly: one per
+        element per elementwise op, 2*M*N*K for contractions."""
+        from axle.backends.cpu.costs import kernel_flops
+        return kernel_flops(self)
+
+    # old tuple protocol: (op name, where, shape)
+    def __iter__(self):
+        return iter((self.name, self.where(), self.shape))
+
+    def __getitem__(self, k):
+        return (self.name, self.where(), self.shape)[k]
+
+
+@dataclass
 class Program:
     llvm_ir: str
     arg_types: list
     result_types: list
     arena_bytes: int
-    kernels: list = field(default_factory=list)  # (op name, where, shape) per emitted kernel
+    kernels: list = field(default_factory=list)  # KernelInfo per emitted kernel, in program order
     allocations: list = field(default_factory=list)  # (offset, size, value, kernel index) per temporary
 
     def buffer_report(self, top: int = 5) -> str:
@@ -104,6 +154,11 @@ class Context:
         self.allocations: list = []  # (offset, size, value, kernel index) for the report
         self._offsets: dict[int, int] = {}  # id(value) -> offset of its temporary
         self.kernels: list = []
+        self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
+
+    def mark_library(self, name: str) -> None:
+        """Record that the kernel being emitted calls library routine `name`."""
+        self.kernels[-1].library = name
 
     def buffer(self, v: Value):
         return self.em.buffers[id(v)]
@@ -157,6 +212,13 @@ class Context:
         """Emit a block's ops; returns its terminator's operands. `results_into[k]`, when
         given, is a buffer the k-th returned value is written to (directly by its producer
         when possible, else by a copy)."""
+        self._level += 1
+        try:
+            return self._emit_block(block, results_into, self._level - 1)
+        finally:
+            self._level -= 1
+
+    def _emit_block(self, block: Block, results_into: Optional[list], level: int) -> list:
         check_supported(block)
         ops = block.operations[:-1]
         ret = block.operations[-1]
@@ -198,7 +260,8 @@ class Context:
             for r in op.results:
                 if not self.has_buffer(r):
                     self.em.buffers[id(r)] = targets.get(id(r)) or self.temp(_ty(r), r)
-            self.kernels.append((op.name, op.where(), list(_ty(op.results[0]).shape) if op.results else []))
+            fused, inputs = _fusion_of(op, want, block)
+            self.kernels.append(KernelInfo(len(self.kernels), op, fused, inputs, depth=level))
             kd = KERNELS.get(op.name)
             if kd is not None:
                 kd.fn(self, op)
@@ -212,6 +275,41 @@ class Context:
         for v, dst in copies:
             self.copy(v, dst)
         return list(ret.operands)
+
+
+def _fusion_of(op: Operation, want: set, block: Block) -> tuple[list, list]:
+    """The ops of `block` computed inside op's kernel and the materialized values it reads."""
+    fused: list = []
+    inputs: list = []
+    seen: set = set()
+    inner: set = set()  # blocks nested in the kernel's ops: their values are not inputs
+
+    def expand(o: Operation) -> list:
+        for x in o.walk():
+            for r in x.regions:
+                inner.update(id(b) for b in r.blocks)
+        return _reads(o)
+
+    stack = expand(op)
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        owner = getattr(v, "owner", None)
+        home = owner if isinstance(owner, Block) else getattr(owner, "parent", None)
+        if id(home) in inner:
+            continue
+        if id(v) in want or not isinstance(owner, Operation) or owner.parent is not block:
+            if isinstance(getattr(v, "type", None), TensorType):
+                inputs.append(v)
+            continue
+        if owner not in fused:
+            fused.append(owner)
+            stack.extend(expand(owner))
+    order = {id(o): k for k, o in enumerate(block.operations)}
+    fused.sort(key=lambda o: order.get(id(o), 0))
+    return fused, inputs
 
 
 def _deps(v: Value, want: set, block: Block, memo: dict) -> set:
