@@ -18,11 +18,12 @@ def _mlp_args(seed=0):
     return [r.standard_normal(s).astype(np.float32) for s in [(4, 8), (8, 16), (16,), (16, 4), (4,)]]
 
 
-def test_mlp_example_matches_interpreter_bit_for_bit():
+def test_mlp_example_matches_interpreter():
+    # dots run through BLAS, which sums in its own order: equal to a few f32 rounding steps
     text = open(EXAMPLE).read()
     ex = axle.compile(text, backend="cpu", passes=False)
     args = _mlp_args()
-    np.testing.assert_array_equal(ex(*args), axle.interpret(parse_module(text), *args))
+    np.testing.assert_allclose(ex(*args), axle.interpret(parse_module(text), *args), rtol=2e-6, atol=1e-6)
 
 
 def test_wrong_arguments_are_refused_before_native_code_runs():

@@ -107,6 +107,8 @@ class Program:
     arena_bytes: int
     kernels: list = field(default_factory=list)  # KernelInfo per emitted kernel, in program order
     allocations: list = field(default_factory=list)  # (offset, size, value, kernel index) per temporary
+    cacheable: bool = True  # False when the code holds addresses valid only in this process
+    host_callbacks: bool = False  # calls back into Python (errors are checked after a call)
 
     def buffer_report(self, top: int = 5) -> str:
         """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
@@ -154,6 +156,8 @@ class Context:
         self.allocations: list = []  # (offset, size, value, kernel index) for the report
         self._offsets: dict[int, int] = {}  # id(value) -> offset of its temporary
         self.kernels: list = []
+        self.cacheable = True  # set False by kernels that bake process addresses into the code
+        self.host_callbacks = False
         self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
 
     def mark_library(self, name: str) -> None:
@@ -391,5 +395,28 @@ def compile_function(module: Module, entry: str = "main") -> Program:
         ctx.em.buffers[id(a)] = slot(i)
     ctx.emit_block(block, [slot(n_args + k) for k in range(n_res)])
     b.ret_void()
+    _emit_trampoline(mod, func, n_args + n_res)
     return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
-                   ctx.kernels, ctx.allocations)
+                   ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks)
+
+
+PYARRAY_DATA_OFFSET = 16  # offsetof(PyArrayObject, data): after the object header (refcount, type)
+
+
+def _emit_trampoline(mod: ir.Module, entry: ir.Function, n: int) -> None:
+    """`void axle_call(PyArrayObject* a0, ..., PyArrayObject* a{n-1}, i8* arena)`: reads each
+    array's data pointer (numpy's stable object layout), fills the table and calls the entry.
+    The executable calls it only with exact np.ndarray objects it has checked (C-contiguous,
+    right dtype and shape), so a call from Python costs one foreign call and no pointer
+    extraction in Python."""
+    p8 = I8.as_pointer()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [p8] * (n + 1)), "axle_call")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    table = b.alloca(ir.ArrayType(p8, n + 1))
+    for i in range(n):
+        field_ptr = b.bitcast(b.gep(fn.args[i], [ir.Constant(I64, PYARRAY_DATA_OFFSET)], inbounds=True),
+                              p8.as_pointer())
+        b.store(b.load(field_ptr), b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))
+    b.store(fn.args[n], b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, n)], inbounds=True))
+    b.call(entry, [b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, 0)], inbounds=True)])
+    b.ret_void()

@@ -1,24 +1,35 @@
 """The CPU executable: native code behind one foreign call per execution.
 
-Arguments are checked (count, shape, dtype) before any native code runs; results are
-allocated here, the pointer table is filled, and `axle_entry(buffers)` runs the program.
+Arguments are checked (count, shape, dtype) before any native code runs. The fast path
+(every argument an exact, C-contiguous np.ndarray of the expected dtype and shape) costs
+a few comparisons per argument, one np.empty per result and one foreign call of the
+program's trampoline `axle_call(arrays..., arena)`, which reads the arrays' data pointers
+in native code and runs `axle_entry(table)`. Anything else (lists, scalars, other dtypes,
+strided views, wrong shapes) takes the checking path, which converts what may be converted
+and raises ArgumentError naming the argument otherwise.
 
 Programs with dynamic dimensions (`?`) are specialized to the shapes of the arguments at
 call time (shape refinement, passes/refine_shapes.py) and one native program is kept per
-concrete signature. Compiled programs are also cached in memory by a fingerprint of the
-module text (locations and names excluded by printing without locations), the entry and
-the signature, so compiling the same module twice costs nothing the second time.
+concrete signature.
+
+Caches: compiled programs are kept in memory by (module fingerprint, entry, signature,
+options) and on disk (disk_cache.py) as object code. The fingerprint is taken from the
+module as given, before the optimization pipeline, printed without locations: a cache hit
+skips the pipeline, code generation and LLVM entirely.
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import threading
+from typing import Callable, Optional
 
 import numpy as np
 
+from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
-from axle.backends.cpu.llvm_env import compile_ir
+from axle.backends.cpu.llvm_env import compile_to_object, link_object
 from axle.backends.cpu.scalar import Unsupported
 from axle.interpreter.evaluator import check_arguments
 from axle.ir.core import Module
@@ -26,21 +37,42 @@ from axle.ir.types import TensorType
 
 _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
+MAX_TRAMPOLINE_ARGS = 250  # beyond this, the pointer table is filled from Python
+
+
+def clear_memory_cache() -> None:
+    """Forget every compiled program of this process (the disk cache stays)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
 
 
 def fingerprint(module: Module) -> str:
     from axle.ir.text.printer import print_module
-    return hashlib.sha256(print_module(module, locations=False).encode()).hexdigest()
+    return hashlib.sha256(print_module(module, canonical=True).encode()).hexdigest()
 
 
 class NativeProgram:
     """One compiled signature: the JIT-linked code and what calling it needs."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, obj: bytes, optimized_ir: str = "", from_disk: bool = False):
         self.program = program
-        self._jit, addrs, self.optimized_ir = compile_ir(program.llvm_ir, ["axle_entry"])
+        self.object_code = obj
+        self.optimized_ir = optimized_ir
+        self.from_disk = from_disk
+        self._jit, addrs = link_object(obj, ["axle_entry", "axle_call"])
         self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(addrs["axle_entry"])
+        self.n_args = len(program.arg_types)
+        n = self.n_args + len(program.result_types)
+        self._call: Optional[Callable] = None
+        if n <= MAX_TRAMPOLINE_ARGS:
+            self._call = ctypes.CFUNCTYPE(None, *([ctypes.py_object] * n + [ctypes.c_void_p]))(addrs["axle_call"])
+        self._outs = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.result_types]
         self._local = threading.local()  # arena and pointer table per thread (devices run in threads)
+
+    @classmethod
+    def compile(cls, program: Program) -> "NativeProgram":
+        optimized, obj = compile_to_object(program.llvm_ir)
+        return cls(program, obj, optimized)
 
     def _scratch(self):
         loc = self._local
@@ -53,72 +85,147 @@ class NativeProgram:
         return loc
 
     def run(self, args: list) -> list:
-        outs = [np.empty(t.shape, dtype=t.dtype) for t in self.program.result_types]
-        loc = self._scratch()
-        table = loc.table
-        k = 0
-        for a in args:
-            table[k] = a.ctypes.data
-            k += 1
-        for o in outs:
-            table[k] = o.ctypes.data
-            k += 1
-        table[k] = loc.arena_ptr
-        self._fn(table)
-        from axle.backends.cpu.kernels_collective import check_errors
-        check_errors()  # an error raised by a host callback (collectives) during the call
+        """Run on checked arguments: exact, C-contiguous np.ndarrays of the right dtypes/shapes."""
+        outs = [np.empty(s, d) for s, d in self._outs]
+        try:
+            arena = self._local.arena_ptr
+        except AttributeError:
+            arena = self._scratch().arena_ptr
+        if self._call is not None:
+            self._call(*args, *outs, arena)
+        else:
+            table = self._local.table
+            k = 0
+            for a in args:
+                table[k] = a.ctypes.data
+                k += 1
+            for o in outs:
+                table[k] = o.ctypes.data
+                k += 1
+            table[k] = arena
+            self._fn(table)
+        if self.program.host_callbacks:
+            from axle.backends.cpu.kernels_collective import check_errors
+            check_errors()  # an error raised by a host callback (collectives) during the call
         return outs
 
 
+def _program_header(p: Program) -> dict:
+    return {"results": [list(t.shape) for t in p.result_types], "arena_bytes": p.arena_bytes,
+            "kernels": [[k.name, k.where(), k.shape, k.library] for k in p.kernels if k.depth == 0]}
+
+
+def _program_from_header(h: dict, arg_types: list, result_types: list) -> Program:
+    results = h["results"]
+    if not isinstance(results, list) or len(results) != len(result_types):
+        raise ValueError("result count")
+    rtypes = [TensorType(tuple(int(d) for d in shape), t.element_type) for shape, t in zip(results, result_types)]
+    prog = Program("", arg_types, rtypes, int(h["arena_bytes"]))
+    prog.kernel_summary = h.get("kernels", [])
+    return prog
+
+
 class CpuExecutable:
-    def __init__(self, module: Module, entry: str = "main"):
+    """A compiled entry function. `pipeline`, when given, is run on the module (once, and
+    only when a program must actually be compiled, not on a cache hit)."""
+
+    def __init__(self, module: Module, entry: str = "main", pipeline: Optional[Callable] = None, **options):
         self.module = module
         self.entry = entry
+        self.options = dict(options)
+        self._pipeline = pipeline
+        self._pipeline_lock = threading.Lock()
         self.function = module.function(entry)
         self.fingerprint = fingerprint(module)
-        types = self.function.function_type.inputs
-        for t in list(types) + list(self.function.function_type.results):
+        types = list(self.function.function_type.inputs)
+        self._result_types = list(self.function.function_type.results)
+        for t in types + self._result_types:
             if not isinstance(t, TensorType):
                 raise Unsupported(f"@{entry} takes or returns a value of type {t}; the cpu backend "
                                   f"passes only tensors across its entry")
-        self.dynamic = any(isinstance(t, TensorType) and not t.is_static for t in types)
+        self.dynamic = any(not t.is_static for t in types)
+        self._arg_specs = [(tuple(t.shape), np.dtype(t.dtype)) for t in types]
         self._programs: dict = {}
+        self._static: Optional[NativeProgram] = None
+        self.loaded_from_disk = False
         if not self.dynamic:
-            self._native(tuple(t.shape for t in types))
+            self._static = self._native(tuple(t.shape for t in types))
+            self.loaded_from_disk = self._static.from_disk
+
+    def _optimized_module(self) -> Module:
+        with self._pipeline_lock:
+            if self._pipeline is not None:
+                self._pipeline(self.module)
+                self._pipeline = None
+                self.function = self.module.function(self.entry)
+        return self.module
 
     def _native(self, signature: tuple) -> NativeProgram:
         prog = self._programs.get(signature)
         if prog is not None:
             return prog
-        key = (self.fingerprint, self.entry, signature)
+        opts = json.dumps(self.options, sort_keys=True, default=str)
+        key = (self.fingerprint, self.entry, signature, opts, self._pipeline is not None)
         with _CACHE_LOCK:
             prog = _CACHE.get(key)
         if prog is None:
-            module = self.module
-            if self.dynamic:
-                from axle.ir import parse_module, print_module
-                from axle.passes.refine_shapes import fully_static, specialize
-                module = specialize(parse_module(print_module(module)), self.entry, list(signature))
-                if not fully_static(module, self.entry):
-                    raise Unsupported(f"@{self.entry}: shapes still dynamic after specializing to "
-                                      f"{[list(s) for s in signature]} (they depend on data)")
-            prog = NativeProgram(compile_function(module, self.entry))
+            dkey = disk_cache.make_key(self.fingerprint, self.entry, signature,
+                                       dict(self.options, pipeline=self._pipeline is not None))
+            prog = self._from_disk(dkey, signature)
+            if prog is None:
+                prog = NativeProgram.compile(self._compile(signature))
+                if prog.program.cacheable:
+                    disk_cache.store(dkey, _program_header(prog.program), prog.object_code)
             with _CACHE_LOCK:
                 _CACHE[key] = prog
         self._programs[signature] = prog
         return prog
+
+    def _from_disk(self, key: str, signature: tuple) -> Optional[NativeProgram]:
+        entry = disk_cache.load(key)
+        if entry is None:
+            return None
+        header, obj = entry
+        arg_types = [TensorType(tuple(s), t.element_type)
+                     for s, t in zip(signature, self.function.function_type.inputs)]
+        try:
+            program = _program_from_header(header, arg_types, self._result_types)
+        except (KeyError, TypeError, ValueError):
+            return None
+        return NativeProgram(program, obj, from_disk=True)
+
+    def _compile(self, signature: tuple) -> Program:
+        module = self._optimized_module()
+        if self.dynamic:
+            from axle.ir import parse_module, print_module
+            from axle.passes.refine_shapes import fully_static, specialize
+            module = specialize(parse_module(print_module(module)), self.entry, list(signature))
+            if not fully_static(module, self.entry):
+                raise Unsupported(f"@{self.entry}: shapes still dynamic after specializing to "
+                                  f"{[list(s) for s in signature]} (they depend on data)")
+        return compile_function(module, self.entry, **self.options)
 
     @property
     def program(self) -> Program:
         """The program of the (first) compiled signature."""
         return next(iter(self._programs.values())).program
 
+    def _fast_ok(self, args) -> bool:
+        if len(args) != len(self._arg_specs):
+            return False
+        for a, (shape, dtype) in zip(args, self._arg_specs):
+            if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous:
+                return False
+        return True
+
     def execute(self, args) -> list:
-        args = [np.ascontiguousarray(a) for a in check_arguments(self.function, args)]
+        if self._static is not None and self._fast_ok(args):
+            return self._static.run(args)
+        args = [np.ascontiguousarray(a) for a in check_arguments(self.function, list(args))]
         return self._native(tuple(a.shape for a in args)).run(args)
 
     def __call__(self, *args):
-        out = self.execute(list(args))
+        out = self.execute(args)
         if len(out) == 1:
             return out[0]
         return tuple(out)

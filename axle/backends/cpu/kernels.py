@@ -111,6 +111,11 @@ def complex_at(em, op: Operation, idx):
 
 @kernel("stablehlo.dot_general", memory_operands=True, check=_check_dot)
 def emit_dot(ctx: Context, op: Operation) -> None:
+    from axle.backends.cpu import blas
+    shape = blas.gemm_shape(op)
+    if shape is not None:
+        blas.emit_gemm(ctx, op, shape)
+        return
     em, b = ctx.em, ctx.b
     lhs, rhs = op.operands
     lt, rt_, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])

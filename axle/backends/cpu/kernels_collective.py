@@ -97,6 +97,8 @@ _CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
 def emit_collective(ctx: Context, op: Operation) -> None:
     """A call of the host callback with (key, [operand pointers..., result pointers...])."""
     b = ctx.b
+    ctx.cacheable = False  # the callback's address and the op key live in this process only
+    ctx.host_callbacks = True
     with _LOCK:
         key = len(_OPS)
         _OPS[key] = op

@@ -50,8 +50,19 @@ def optimize(mod, tm, level: int = 3) -> None:
     mpm.run(mod, pb)
 
 
-def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
-    """Parse, verify, optimize and JIT-link LLVM IR; returns (resource tracker, {name: address}, asm)."""
+# Symbols the generated code may call that the JIT cannot find by itself in the process
+# (e.g. BLAS routines reached through scipy's function pointers): name -> address.
+EXTERNAL_SYMBOLS: dict[str, int] = {}
+
+
+@lru_cache(maxsize=None)
+def host_cpu() -> tuple[str, str]:
+    _init()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
+    """Parse, verify and optimize LLVM IR; returns (optimized IR text, object code)."""
     with _LOCK:
         _init()
         mod = llvm.parse_assembly(ir_text)
@@ -61,11 +72,30 @@ def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
         mod.data_layout = str(tm.target_data)
         if opt:
             optimize(mod, tm, opt)
-        optimized = str(mod)
-        lib = llvm.JITLibraryBuilder().add_ir(optimized).add_current_process()
+        return str(mod), tm.emit_object(mod)
+
+
+def link_object(obj: bytes, exports: list[str]):
+    """JIT-link object code into this process; returns (keep-alive handle, {name: address})."""
+    with _LOCK:
+        _init()
+        lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+        for name, addr in EXTERNAL_SYMBOLS.items():
+            lib.import_symbol(name, addr)
         for name in exports:
             lib.export_symbol(name)
-        jit = llvm.create_lljit_compiler(tm)
-        tracker = lib.link(jit, "axle_" + str(id(mod)))
+        jit = llvm.create_lljit_compiler(target_machine())
+        _link_count[0] += 1
+        tracker = lib.link(jit, f"axle_{_link_count[0]}")
         addresses = {name: tracker[name] for name in exports}
-        return (jit, tracker), addresses, optimized
+        return (jit, tracker), addresses
+
+
+_link_count = [0]
+
+
+def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
+    """Optimize, compile and link LLVM IR; returns (keep-alive handle, {name: address}, optimized IR)."""
+    optimized, obj = compile_to_object(ir_text, opt)
+    handle, addresses = link_object(obj, exports)
+    return handle, addresses, optimized

@@ -19,7 +19,8 @@ _NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*$")
 
 
 class Namer:
-    def __init__(self):
+    def __init__(self, hints: bool = True):
+        self.hints = hints  # False: every value gets a fresh number (canonical text)
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.counter = 0
@@ -46,7 +47,7 @@ class Namer:
         res = op.results
         if not res:
             return ""
-        hints = [r.name_hint for r in res]
+        hints = [r.name_hint if self.hints else None for r in res]
         if len(res) == 1:
             h = hints[0]
             if isinstance(h, tuple):
@@ -69,7 +70,7 @@ class Namer:
         return f"%{base}:{len(res)} = "
 
     def name_arg(self, v: Value) -> str:
-        h = v.name_hint
+        h = v.name_hint if self.hints else None
         if isinstance(h, str) and _NAME_OK.match(h):
             n = self._unique(h)
         else:
@@ -87,10 +88,11 @@ class Namer:
 
 
 class Printer:
-    def __init__(self, locations: bool = True):
+    def __init__(self, locations: bool = True, canonical: bool = False):
         self.lines: list[str] = []
-        self.locations = locations
-        self.namer = Namer()
+        self.locations = locations and not canonical
+        self.canonical = canonical  # no locations, value names or module name: equal programs print equal
+        self.namer = Namer(not canonical)
 
     def loc(self, location) -> str:
         return f" {location}" if (self.locations and location is not None) else ""
@@ -98,13 +100,13 @@ class Printer:
     # -- module
     def module(self, m: Module) -> str:
         head = "module"
-        if m.name:
+        if m.name and not self.canonical:
             head += " " + A.format_symbol(m.name)
         if m.attributes:
             head += " attributes " + _dict(m.attributes)
         self.lines.append(head + " {")
         for op in m.operations:
-            self.namer = Namer()
+            self.namer = Namer(not self.canonical)
             self.op(op, 1)
         self.lines.append("}" + self.loc(m.location))
         return "\n".join(self.lines) + "\n"
@@ -332,8 +334,10 @@ def _dot_general_short(op: Operation, names: str):
     return f"{op.name} {', '.join(parts)} : {sig}", []
 
 
-def print_module(m: Module, locations: bool = True) -> str:
-    return Printer(locations).module(m)
+def print_module(m: Module, locations: bool = True, canonical: bool = False) -> str:
+    """The module's text. `canonical`: without locations, value names and the module's name,
+    so that programs that differ only in those print the same (cache keys)."""
+    return Printer(locations, canonical).module(m)
 
 
 def print_op(op: Operation) -> str:

@@ -1,0 +1,120 @@
+"""GEMM through BLAS: large dot_generals become calls of ?gemm.
+
+The BLAS is the one SciPy ships (OpenBLAS, multi-threaded, tuned for the host CPU). Its
+routines are reached through the function pointers SciPy exports for Cython
+(`scipy.linalg.cython_blas.__pyx_capi__`); the JIT binds the names `axle_blas_sgemm`, ...
+to those addresses at link time (llvm_env.EXTERNAL_SYMBOLS), so object code stays free of
+process addresses and can live in the disk cache.
+
+Layout: our buffers are row-major, BLAS is column-major. A row-major [M, N] = [M, K] x [K, N]
+is the column-major [N, M] = [N, K] x [K, M] with the operands swapped, so every call is
+gemm('N', 'N', N, M, K, 1, rhs, N, lhs, K, 0, out, N) — no copies. Batched dots
+([B, M, K] x [B, K, N], the canonical form dot-canonicalize leaves) loop over B.
+
+Eligible: canonical dot_generals whose operands and result share one of f32, f64,
+complex64, complex128, with every dimension below 2**31 and M*N*K at least MIN_WORK
+(below that a call costs more than the loop). Everything else keeps the generated loop.
+"""
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from typing import Optional
+
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
+from axle.ir.core import Operation
+
+MIN_WORK = 8 * 8 * 8
+I32 = ir.IntType(32)
+PREFIX = {"f32": "s", "f64": "d", "complex<f32>": "c", "complex<f64>": "z"}
+
+
+@lru_cache(maxsize=None)
+def available() -> dict:
+    """{'s': address, ...} of the gemm routines SciPy exports (empty without SciPy)."""
+    try:
+        from scipy.linalg import cython_blas
+    except ImportError:
+        return {}
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    out = {}
+    for p in "sdcz":
+        cap = cython_blas.__pyx_capi__.get(p + "gemm")
+        if cap is not None:
+            out[p] = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+    for p, addr in out.items():
+        EXTERNAL_SYMBOLS[f"axle_blas_{p}gemm"] = addr
+    return out
+
+
+def gemm_shape(op: Operation) -> Optional[tuple]:
+    """(batch, M, N, K, prefix) when op is a dot_general BLAS can run, else None."""
+    lhs, rhs = op.operands
+    lt, rt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    key = str(ot.element_type)
+    if key not in PREFIX or str(lt.element_type) != key or str(rt.element_type) != key:
+        return None
+    if PREFIX[key] not in available():
+        return None
+    dn = op.attr("dot_dimension_numbers")
+    lb, rb = list(dn["lhs_batching_dimensions"]), list(dn["rhs_batching_dimensions"])
+    lc, rc = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
+    if lt.rank == 2 and rt.rank == 2 and not lb and not rb and lc == [1] and rc == [0]:
+        batch, (m, k), n = 1, lt.shape, rt.shape[1]
+    elif lt.rank == 3 and rt.rank == 3 and lb == [0] and rb == [0] and lc == [2] and rc == [1]:
+        batch, m, k = lt.shape
+        n = rt.shape[2]
+    else:
+        return None
+    if min(batch, m, n, k) < 1 or max(m, n, k) >= 2 ** 31 or m * n * k < MIN_WORK:
+        return None
+    return batch, m, n, k, PREFIX[key]
+
+
+def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
+    batch, m, n, k, p = shape
+    em, b = ctx.em, ctx.b
+    et = _ty(op.results[0]).element_type
+    scalar = S.reg_type(et)
+    p8 = ir.IntType(8).as_pointer()
+    fnty = ir.FunctionType(ir.VoidType(), [p8, p8, I32.as_pointer(), I32.as_pointer(), I32.as_pointer(),
+                                           p8, p8, I32.as_pointer(), p8, I32.as_pointer(), p8, p8,
+                                           I32.as_pointer()])
+    name = f"axle_blas_{p}gemm"
+    fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, fnty, name)
+
+    def const_slot(t, value):
+        slot = em.alloca(t)
+        b.store(value, slot)
+        return slot
+    trans = const_slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("N")))
+    dims = {v: const_slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
+    one = S.constant(et, 1)
+    zero = S.constant(et, 0)
+    alpha = b.bitcast(const_slot(scalar, one), p8)
+    beta = b.bitcast(const_slot(scalar, zero), p8)
+    lhs = ctx.buffer(op.operands[0])
+    rhs = ctx.buffer(op.operands[1])
+    out = ctx.buffer(op.results[0])
+    import numpy as np
+    itemsize = np.dtype(et.dtype).itemsize
+
+    def call(bi):
+        def at(base, elems):
+            off = b.mul(bi, ir.Constant(ir.IntType(64), elems * itemsize))
+            return b.gep(b.bitcast(base, p8), [off], inbounds=True)
+        b.call(fn, [trans, trans, dims[n], dims[m], dims[k], alpha, at(rhs, k * n), dims[n],
+                    at(lhs, m * k), dims[k], beta, at(out, m * n), dims[n]])
+    if batch == 1:
+        call(ir.Constant(ir.IntType(64), 0))
+    else:
+        em.loop_nest([batch], lambda idx: call(idx[0]))
+    ctx.mark_library(f"blas.{p}gemm")

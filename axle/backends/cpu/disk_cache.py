@@ -1,0 +1,189 @@
+"""The persistent compilation cache: native object code on disk, keyed by what made it.
+
+Where: `AXLE_CACHE_DIR` (default `$XDG_CACHE_HOME/axle` or `~/.cache/axle`); set it to
+`off` (or `0`, or empty) to turn the cache off. Size cap: `AXLE_CACHE_MAX_BYTES` (default
+1 GiB), enforced after every store by evicting the least recently used entries (a hit
+touches its file's modification time).
+
+Key: sha256 over the canonical module text (printed without locations, so value names
+and source locations do not change it), the entry function, the concrete argument shapes,
+the compile options, the backend, the entry format version, the axle, llvmlite and LLVM
+versions, and the host CPU name and features (object code is tuned for them).
+
+Entry format (not pickle; nothing in it is executed except the object code it vouches
+for): b"AXLEOBJ1", u32 header length, a UTF-8 JSON header (key, versions, the program's
+result shapes, arena size and kernel summary, object size and sha256), the object file,
+and a trailing sha256 of everything before it. Loading checks magic, lengths, both
+digests, the key and the versions; any mismatch (a truncated write, a flipped bit, an
+entry from another version) deletes the entry and reports a miss, so it is recompiled.
+Stores write a temporary file and rename it into place, so readers never see half an
+entry.
+
+Programs that call back into this process by address (collectives, probes) are never
+stored: their code is only valid in the process that made it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+import threading
+from contextlib import contextmanager
+from typing import Optional
+
+MAGIC = b"AXLEOBJ1"
+FORMAT_VERSION = 1
+DEFAULT_MAX_BYTES = 1 << 30
+
+_override = threading.local()
+
+
+def cache_dir() -> Optional[str]:
+    """The cache directory in use, or None when the cache is off."""
+    forced = getattr(_override, "dir", "unset")
+    if forced != "unset":
+        return forced
+    d = os.environ.get("AXLE_CACHE_DIR")
+    if d is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "axle")
+    if d.strip().lower() in ("", "0", "off", "none", "false"):
+        return None
+    return d
+
+
+@contextmanager
+def using(directory: Optional[str]):
+    """Use `directory` as the cache (None: no cache) in this thread, for the block."""
+    old = getattr(_override, "dir", "unset")
+    _override.dir = directory
+    try:
+        yield
+    finally:
+        _override.dir = old
+
+
+def disabled():
+    return using(None)
+
+
+def max_bytes() -> int:
+    try:
+        return int(os.environ.get("AXLE_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+
+
+def environment() -> dict:
+    """What besides the program decides the object code: versions and the host CPU."""
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    import axle
+    from axle.backends.cpu.llvm_env import host_cpu
+    name, features = host_cpu()
+    return {"format": FORMAT_VERSION, "axle": axle.__version__, "llvmlite": llvmlite.__version__,
+            "llvm": ".".join(map(str, llvm.llvm_version_info)), "cpu": name, "features": features}
+
+
+def make_key(fingerprint: str, entry: str, signature, options: dict) -> str:
+    doc = {"module": fingerprint, "entry": entry, "signature": [list(s) for s in signature],
+           "options": options, "backend": "cpu", "env": environment()}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def _path(directory: str, key: str) -> str:
+    return os.path.join(directory, key[:2], key + ".axc")
+
+
+def load(key: str) -> Optional[tuple[dict, bytes]]:
+    """(header, object bytes) of a valid entry, or None (a bad entry is deleted)."""
+    d = cache_dir()
+    if d is None:
+        return None
+    path = _path(d, key)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    entry = _parse(data, key)
+    if entry is None:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        return None
+    try:
+        os.utime(path)  # least recently used = oldest modification time
+    except OSError:
+        pass
+    return entry
+
+
+def _parse(data: bytes, key: str) -> Optional[tuple[dict, bytes]]:
+    if len(data) < len(MAGIC) + 4 + 32 or not data.startswith(MAGIC):
+        return None
+    body, digest = data[:-32], data[-32:]
+    if hashlib.sha256(body).digest() != digest:
+        return None
+    (hlen,) = struct.unpack_from("<I", body, len(MAGIC))
+    start = len(MAGIC) + 4
+    if start + hlen > len(body):
+        return None
+    try:
+        header = json.loads(body[start:start + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    obj = body[start + hlen:]
+    if not isinstance(header, dict) or header.get("key") != key or header.get("env") != environment():
+        return None
+    if header.get("object_size") != len(obj) or header.get("object_sha256") != hashlib.sha256(obj).hexdigest():
+        return None
+    return header, obj
+
+
+def store(key: str, header: dict, obj: bytes) -> None:
+    d = cache_dir()
+    if d is None:
+        return
+    header = dict(header, key=key, env=environment(), object_size=len(obj),
+                  object_sha256=hashlib.sha256(obj).hexdigest())
+    hbytes = json.dumps(header, sort_keys=True).encode("utf-8")
+    body = MAGIC + struct.pack("<I", len(hbytes)) + hbytes + obj
+    data = body + hashlib.sha256(body).digest()
+    path = _path(d, key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        return  # a read-only or full cache directory must not fail a compile
+    evict(d, max_bytes())
+
+
+def evict(directory: str, limit: int) -> None:
+    """Delete least recently used entries until the cache holds at most `limit` bytes."""
+    entries = []
+    for root, _, files in os.walk(directory):
+        for f in files:
+            if f.endswith(".axc"):
+                p = os.path.join(root, f)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                entries.append((st.st_mtime, st.st_size, p))
+    total = sum(s for _, s, _ in entries)
+    for _, size, p in sorted(entries):
+        if total <= limit:
+            break
+        try:
+            os.remove(p)
+            total -= size
+        except OSError:
+            pass
