@@ -23,12 +23,14 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
+from axle.backends.cpu.costs import MOVES
 from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
 from axle.ir.core import Block, Module, Operation, Value
 from axle.ir.types import TensorType
 
 ALIGN = 64
+DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
 
 
 @dataclass
@@ -243,13 +245,26 @@ class Context:
             else:
                 targets[id(v)] = dst
         want = set()
+        cost: dict[int, int] = {}  # id(value) -> ops recomputed per element when it is read fused
         for op in ops:
             kd = KERNELS.get(op.name)
             cheap = op.name == "stablehlo.constant"  # read in place (splat or global data)
+            if kd is None:
+                c = (0 if op.name in MOVES else 1) + sum(cost.get(id(v), 0) for v in op.operands
+                                                         if id(v) not in want)
             for r in op.results:
-                if kd is not None or id(r) in targets or (uses.get(id(r), 0) > 1 and not cheap) \
-                        or (results_into is None and r in ret.operands):
+                if kd is not None or id(r) in targets or (results_into is None and r in ret.operands):
                     want.add(id(r))
+                elif uses.get(id(r), 0) > 1 and not cheap:
+                    # several readers: recompute it in each (as XLA duplicates cheap producers
+                    # into consumers) when that costs at most DUPLICATE_COST ops per element,
+                    # else give it a buffer
+                    if c > DUPLICATE_COST:
+                        want.add(id(r))
+                    else:
+                        cost[id(r)] = c
+                else:
+                    cost[id(r)] = c if kd is None else 0
             if kd is not None and kd.memory_operands:
                 for v in op.operands:
                     o = getattr(v, "owner", None)

@@ -59,8 +59,30 @@ def accumulator_type(et):
     return (f32 if et.bitwidth <= 32 else et) if et.is_float else et
 
 
+def _simple_float_add(op: Operation) -> bool:
+    """The body is `return add(a, b)` of the two block arguments, on f32/f64."""
+    blk = op.regions[0].blocks[0]
+    ops = blk.operations
+    if len(op.results) != 1 or len(ops) != 2 or ops[0].name != "stablehlo.add":
+        return False
+    et = _ty(op.results[0]).element_type
+    return (et.name in ("f32", "f64") and set(map(id, ops[0].operands)) == set(map(id, blk.arguments))
+            and ops[1].operands[0] is ops[0].results[0])
+
+
 @kernel("stablehlo.reduce", check=_check_reduce)
 def emit_reduce(ctx: Context, op: Operation) -> None:
+    """Three loop orders, all giving each output element its inputs in increasing index order
+    (the naive order) except the vectorized sum:
+
+    * innermost input dimension kept: walk the input in memory order, combining into the
+      result buffers (initialized with the init values); the inner loop runs along
+      contiguous inputs and outputs and vectorizes;
+    * innermost dimension reduced, body a float add: per output element, a sum whose adds
+      may be reassociated, so LLVM vectorizes it with partial sums (like XLA's vectorized
+      row reductions; the rounding differs from the sequential order by a few ulp);
+    * otherwise: per output element, the reduced elements in order.
+    """
     em, b = ctx.em, ctx.b
     n = len(op.results)
     inputs, inits = op.operands[:n], op.operands[n:]
@@ -68,6 +90,11 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
     in_t = _ty(inputs[0])
     out_ts = [_ty(r) for r in op.results]
     kept = [d for d in range(in_t.rank) if d not in dims]
+    if dims and kept and kept[-1] == in_t.rank - 1 and in_t.shape[-1] > 1:
+        _reduce_in_memory_order(ctx, op, inputs, inits, kept, in_t, out_ts)
+        return
+    reassoc = _simple_float_add(op) and dims and dims[-1] == in_t.rank - 1
+
     def body(out_idx):
         acc = Accumulators(ctx, op, inits)
 
@@ -77,12 +104,41 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
                 full[d] = i
             for d, i in zip(dims, red_idx):
                 full[d] = i
-            acc.combine([em.value_at(v, full) for v in inputs])
+            if reassoc:
+                slot = acc.slots[0]
+                total = b.fadd(b.load(slot), em.value_at(inputs[0], full))
+                total.flags.append("reassoc")
+                b.store(total, slot)
+            else:
+                acc.combine([em.value_at(v, full) for v in inputs])
 
         em.loop_nest([in_t.shape[d] for d in dims], inner)
         acc.store(out_idx)
 
     em.loop_nest(list(out_ts[0].shape), body)
+
+
+def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in_t, out_ts) -> None:
+    em, b = ctx.em, ctx.b
+    outs = [ctx.buffer(r) for r in op.results]
+    init_vals = []
+    for v in inits:
+        init_vals.append(v)
+
+    def init(out_idx):
+        for v, dst, t in zip(init_vals, outs, out_ts):
+            S.store(b, em.value_at(v, []), em.element_ptr(dst, t.element_type, em.linear(out_idx, t.shape)),
+                    t.element_type)
+    em.loop_nest(list(out_ts[0].shape), init)
+
+    def step(full):
+        out_idx = [full[d] for d in kept]
+        ptrs = [em.element_ptr(dst, t.element_type, em.linear(out_idx, t.shape)) for dst, t in zip(outs, out_ts)]
+        accs = [S.load(b, p, t.element_type) for p, t in zip(ptrs, out_ts)]
+        new = em.region_scalars(op.regions[0], accs + [em.value_at(v, full) for v in inputs])
+        for p, t, x in zip(ptrs, out_ts, new):
+            S.store(b, x, p, t.element_type)
+    em.loop_nest(list(in_t.shape), step)
 
 
 def _check_dot(op: Operation) -> None:
