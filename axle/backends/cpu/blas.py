@@ -79,40 +79,48 @@ def gemm_shape(op: Operation) -> Optional[tuple]:
     return batch, m, n, k, PREFIX[key]
 
 
+def _gemm_function(ctx, p: str):
+    p8 = ir.IntType(8).as_pointer()
+    i32p = I32.as_pointer()
+    fnty = ir.FunctionType(ir.VoidType(), [p8, p8, i32p, i32p, i32p, p8, p8, i32p, p8, i32p, p8, p8, i32p])
+    name = f"axle_blas_{p}gemm"
+    return ctx.mod.globals.get(name) or ir.Function(ctx.mod, fnty, name)
+
+
+def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
+              out_offset=None) -> None:
+    """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional)."""
+    em, b = ctx.em, ctx.b
+    p8 = ir.IntType(8).as_pointer()
+
+    def slot(t, value):
+        s = em.alloca(t)
+        b.store(value, s)
+        return s
+    trans = slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("N")))
+    dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
+    alpha = b.bitcast(slot(S.reg_type(et), S.constant(et, 1)), p8)
+    beta = b.bitcast(slot(S.reg_type(et), S.constant(et, 0)), p8)
+
+    def at(base, off):
+        base = b.bitcast(base, p8)
+        return base if off is None else b.gep(base, [off], inbounds=True)
+    b.call(_gemm_function(ctx, p), [trans, trans, dims[n], dims[m], dims[k], alpha, at(rhs, rhs_offset), dims[n],
+                                    at(lhs, lhs_offset), dims[k], beta, at(out, out_offset), dims[n]])
+
+
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
+    import numpy as np
     batch, m, n, k, p = shape
     em, b = ctx.em, ctx.b
     et = _ty(op.results[0]).element_type
-    scalar = S.reg_type(et)
-    p8 = ir.IntType(8).as_pointer()
-    fnty = ir.FunctionType(ir.VoidType(), [p8, p8, I32.as_pointer(), I32.as_pointer(), I32.as_pointer(),
-                                           p8, p8, I32.as_pointer(), p8, I32.as_pointer(), p8, p8,
-                                           I32.as_pointer()])
-    name = f"axle_blas_{p}gemm"
-    fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, fnty, name)
-
-    def const_slot(t, value):
-        slot = em.alloca(t)
-        b.store(value, slot)
-        return slot
-    trans = const_slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("N")))
-    dims = {v: const_slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
-    one = S.constant(et, 1)
-    zero = S.constant(et, 0)
-    alpha = b.bitcast(const_slot(scalar, one), p8)
-    beta = b.bitcast(const_slot(scalar, zero), p8)
-    lhs = ctx.buffer(op.operands[0])
-    rhs = ctx.buffer(op.operands[1])
-    out = ctx.buffer(op.results[0])
-    import numpy as np
     itemsize = np.dtype(et.dtype).itemsize
+    lhs, rhs, out = ctx.buffer(op.operands[0]), ctx.buffer(op.operands[1]), ctx.buffer(op.results[0])
 
     def call(bi):
-        def at(base, elems):
-            off = b.mul(bi, ir.Constant(ir.IntType(64), elems * itemsize))
-            return b.gep(b.bitcast(base, p8), [off], inbounds=True)
-        b.call(fn, [trans, trans, dims[n], dims[m], dims[k], alpha, at(rhs, k * n), dims[n],
-                    at(lhs, m * k), dims[k], beta, at(out, m * n), dims[n]])
+        def off(elems):
+            return b.mul(bi, ir.Constant(ir.IntType(64), elems * itemsize))
+        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n))
     if batch == 1:
         call(ir.Constant(ir.IntType(64), 0))
     else:

@@ -29,6 +29,10 @@ def _check_conv(op: Operation) -> None:
 
 @kernel("stablehlo.convolution", memory_operands=True, check=_check_conv)
 def convolution(ctx: Context, op: Operation) -> None:
+    plan = _gemm_plan(op)
+    if plan is not None:
+        _conv_as_gemm(ctx, op, *plan)
+        return
     em, b = ctx.em, ctx.b
     lhs, rhs = op.operands
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
@@ -92,3 +96,121 @@ def convolution(ctx: Context, op: Operation) -> None:
         S.store(b, out, em.element_ptr(dst, oet, em.linear(oidx, ot.shape)), oet)
 
     em.loop_nest(list(ot.shape), body)
+
+
+# ----------------------------------------------------------------- convolution as GEMM
+PATCH_BYTES = 256 * 1024  # target size of one tile of patches (stays in L2)
+
+
+def _gemm_plan(op: Operation):
+    """(prefix, nsp, rows P, patch width Kdim, Cout) when op can run as tiled im2col + GEMM:
+    one element type BLAS has, output [N, spatial..., F], kernel [spatial..., I, O], no
+    grouping, no lhs dilation, no window reversal. Else None (the direct loop runs)."""
+    from axle.backends.cpu import blas
+    lhs, rhs = op.operands
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    key = str(ot.element_type)
+    if key not in ("f32", "f64") or str(lt.element_type) != key or str(kt.element_type) != key:
+        return None
+    if blas.PREFIX[key] not in blas.available():
+        return None
+    dn = op.attr("dimension_numbers")
+    nsp = len(dn["input_spatial_dimensions"])
+    if op.attr("feature_group_count", 1) != 1 or op.attr("batch_group_count", 1) != 1:
+        return None
+    if any(d != 1 for d in (op.attr("lhs_dilation") or [1] * nsp)) or any(op.attr("window_reversal") or []):
+        return None
+    if list(dn["output_spatial_dimensions"]) != list(range(1, nsp + 1)) or dn["output_batch_dimension"] != 0 \
+            or dn["output_feature_dimension"] != nsp + 1:
+        return None
+    if list(dn["kernel_spatial_dimensions"]) != list(range(nsp)) or dn["kernel_input_feature_dimension"] != nsp \
+            or dn["kernel_output_feature_dimension"] != nsp + 1:
+        return None
+    rows = 1
+    for d in ot.shape[:-1]:
+        rows *= d
+    kdim = 1
+    for d in kt.shape[:-1]:
+        kdim *= d
+    cout = ot.shape[-1]
+    if min(rows, kdim, cout) < 1 or max(rows, kdim, cout) >= 2 ** 31 or rows * kdim * cout < blas.MIN_WORK:
+        return None
+    return blas.PREFIX[key], nsp, rows, kdim, cout
+
+
+def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim: int, cout: int) -> None:
+    """Tiles of T output pixels: gather their input windows into a [T, Kdim] patch matrix
+    (zeros where the window is in padding), then out[T, Cout] = patches @ W[Kdim, Cout]."""
+    import numpy as np
+
+    from axle.backends.cpu import blas
+    from axle.ir.types import TensorType
+    em, b = ctx.em, ctx.b
+    lhs, rhs = op.operands
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    et = ot.element_type
+    dn = op.attr("dimension_numbers")
+    ib, if_, isp = dn["input_batch_dimension"], dn["input_feature_dimension"], dn["input_spatial_dimensions"]
+    strides = op.attr("window_strides") or [1] * nsp
+    pad = op.attr("padding")
+    pad_lo = [int(pad[i][0]) for i in range(nsp)] if pad is not None else [0] * nsp
+    rhs_dil = op.attr("rhs_dilation") or [1] * nsp
+    ksizes = list(kt.shape[:nsp])
+    cin = kt.shape[nsp]
+    out_sp = list(ot.shape[1:nsp + 1])
+    itemsize = np.dtype(et.dtype).itemsize
+    tile = max(1, min(rows, PATCH_BYTES // (kdim * itemsize)))
+    token = object()  # names the scratch buffer for the buffer report
+    patches = ctx.temp(TensorType((tile, kdim), et), token)
+    zero = S.constant(et, 0)
+    lhs_buf = ctx.buffer(lhs)
+
+    def fill(row0, nrows: int):
+        def row_body(ridx):
+            r = b.add(row0, ridx[0])
+            # r -> (batch, output position...)
+            pos = []
+            rem = r
+            for extent in reversed(out_sp):
+                pos.append(b.urem(rem, em.const_i64(extent)))
+                rem = b.udiv(rem, em.const_i64(extent))
+            pos.reverse()
+            batch = rem
+
+            def col_body(kidx):
+                ks, c = kidx[:nsp], kidx[nsp]
+                ok = ir.Constant(I1, 1)
+                lidx = [None] * lt.rank
+                lidx[ib] = batch
+                lidx[if_] = c
+                for i in range(nsp):
+                    q = b.sub(b.add(b.mul(pos[i], em.const_i64(strides[i])),
+                                    b.mul(ks[i], em.const_i64(rhs_dil[i]))), em.const_i64(pad_lo[i]))
+                    inside = b.and_(b.icmp_signed(">=", q, em.const_i64(0)),
+                                    b.icmp_signed("<", q, em.const_i64(lt.shape[isp[i]])))
+                    ok = b.and_(ok, inside)
+                    lidx[isp[i]] = b.select(inside, q, em.const_i64(0))  # always a valid address
+                x = S.load(b, em.element_ptr(lhs_buf, lt.element_type, em.linear(lidx, lt.shape)), lt.element_type)
+                col = em.linear(list(ks) + [c], ksizes + [cin])
+                dst = em.element_ptr(patches, et, b.add(b.mul(ridx[0], em.const_i64(kdim)), col))
+                S.store(b, b.select(ok, x, zero), dst, et)
+            em.loop_nest(ksizes + [cin], col_body)
+        em.loop_nest([nrows], row_body)
+
+    def gemm(row0, nrows: int):
+        blas.call_gemm(ctx, p, et, m=nrows, n=cout, k=kdim, lhs=patches, rhs=ctx.buffer(rhs),
+                       out=ctx.buffer(op.results[0]), out_offset=b.mul(row0, em.const_i64(cout * itemsize)))
+
+    full, last = divmod(rows, tile)
+    if full:
+        def tile_body(tidx):
+            row0 = b.mul(tidx[0], em.const_i64(tile))
+            fill(row0, tile)
+            gemm(row0, tile)
+        em.loop_nest([full], tile_body)
+    if last:
+        row0 = em.const_i64(full * tile)
+        fill(row0, last)
+        gemm(row0, last)
+    ctx.release(token)
+    ctx.mark_library(f"blas.{p}gemm")
