@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXAMPLE := axle/examples/mlp.mlir
+EXAMPLE := axle/examples/gpt2_block.mlir
 CONFORMANCE ?= ../shared/conformance
 
 .PHONY: run test setup conformance clean
@@ -16,16 +16,25 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# the main job (axle/tools/demo.py): compile the bundled GPT-2 style block for the CPU, check it
+# against the interpreter, time it, print the fusion summary, draw it and trace it (build/demo/)
 run: $(STAMP)
-	$(BIN)/axle opt $(EXAMPLE)
-	$(BIN)/axle interpret $(EXAMPLE)
-	$(BIN)/axle run $(EXAMPLE) --backend cpu --repeat 200 --buffers
+	$(BIN)/axle demo --model $(EXAMPLE) --out build/demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
 
 conformance: $(STAMP)
 	$(BIN)/axle conformance $(CONFORMANCE) --jobs 2
+
+# docs/images/roofline.png (README, Profiling): `axle explain` on the JAX transformer block;
+# docs/images/transformer_graph.svg (README, Tools): `axle viz` on it
+.PHONY: docs-images
+docs-images: $(STAMP)
+	mkdir -p docs/images build/docs-images
+	$(BIN)/python -m axle explain jax:transformer_block -o build/docs-images/roofline.html \
+		--png docs/images/roofline.png --repeat 50
+	$(BIN)/python -m axle viz jax:transformer_block -o docs/images/transformer_graph.svg --no-tooltips
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -25,7 +25,14 @@ FLAGS = {f.name: f for f in [
     Flag("dump_pass_regex", None, "also dump the module after every pass whose name matches this regex"),
     Flag("verify_each_pass", False, "run the verifier after every pass (tests turn this on)"),
     Flag("cpu_device_count", 1, "number of CPU devices the CPU backend exposes"),
+    Flag("cpu_parallel", True, "split large CPU kernels across cores (OpenMP runtime; "
+                               "thread count from OMP_NUM_THREADS, default one per core)"),
 ]}
+
+
+def flag(name: str):
+    """The current value of one flag (AXLE_FLAGS is read on each call; it is short)."""
+    return parse_flags()[name]
 
 
 def parse_flags(text: Optional[str] = None) -> dict:

@@ -19,7 +19,7 @@ def register_pass(cls):
 
 
 _MODULES = ("inline", "dead_code", "cse", "constant_folding", "simplify", "dot_canonicalize",
-            "chlo_expand", "expanders", "refine_shapes")
+            "chlo_expand", "expanders", "refine_shapes", "transpose_fold", "lower_quant")
 for _m in _MODULES:
     try:
         importlib.import_module(f"axle.passes.{_m}")

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from axle import profiler as _profiler
 from axle.ir.core import Module
 
 
@@ -99,29 +100,35 @@ class PassManager:
 
     # -- running
     def run(self, module: Module) -> Module:
-        self.dump(module, "imported")
-        for p in self.pipeline:
-            self._run_one(p, module)
-        self.dump(module, "optimized")
+        with _profiler.phase("pipeline", passes=len(self.pipeline)):  # an axle.profiler trace event
+            self.dump(module, "imported")
+            for p in self.pipeline:
+                self._run_one(p, module)
+            self.dump(module, "optimized")
         return module
 
     def _run_one(self, p: Pass, module: Module) -> bool:
         if isinstance(p, FixedPoint):
-            changed_any = False
-            for _ in range(p.max_iterations):
-                changed = False
-                for q in p.passes:
-                    changed |= self._run_one(q, module)
-                changed_any |= changed
-                if not changed:
-                    break
+            with _profiler.phase(p.name, "pass") as info:
+                changed_any, k = False, -1
+                for k in range(p.max_iterations):
+                    changed = False
+                    for q in p.passes:
+                        changed |= self._run_one(q, module)
+                    changed_any |= changed
+                    if not changed:
+                        break
+                info.update(iterations=k + 1, changed=changed_any)
             return changed_any
         t0 = time.perf_counter()
+        t0_ns = _profiler.now_ns() if _profiler.ACTIVE is not None else 0
         try:
             changed = bool(p.run(module))
         except Exception as e:
             raise PassError(f"pass '{p.name}' failed: {type(e).__name__}: {e}") from e
         self.records.append(PassRecord(p.name, time.perf_counter() - t0, changed))
+        if t0_ns and _profiler.ACTIVE is not None:
+            _profiler.ACTIVE.complete(p.name, "pass", t0_ns, _profiler.now_ns(), {"changed": changed})
         if self.verify_each and changed:
             from axle.ir.verifier import VerificationError, verify
             try:

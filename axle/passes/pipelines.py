@@ -23,3 +23,11 @@ def default_pipeline() -> list:
         # other way round); CSE after them merges what they made equal; DCE sweeps the rest
         FixedPoint(_have("simplify", "constant-folding", "cse", "dce"), name="simplify-fold-cse-dce"),
     ]
+
+
+def cpu_pipeline() -> list:
+    """The CPU backend's pipeline: the default one, then rewrites for its kernels."""
+    return default_pipeline() + [
+        # after dot-canonicalize: transposes feeding or fed by dots become GEMM flags
+        *_have("transpose-fold"),
+    ]

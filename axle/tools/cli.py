@@ -4,10 +4,19 @@
                                       parse, verify, optionally optimize, and print a module
     axle interpret FILE [--inputs x.npz] [--function NAME]
                                       run a module with the reference interpreter
-    axle run FILE [--backend cpu] [--inputs x.npz] [--repeat N] [--buffers]
+    axle run FILE [--backend cpu] [--inputs x.npz] [--outputs y.npz] [--repeat N] [--buffers]
                                       compile, run, check against the interpreter, time
     axle conformance PATH...          run StableHLO conformance programs
     axle roundtrip PATH...            check parse -> print -> parse on .mlir files
+    axle profile FILE [-o trace.json] [--repeat N] [--inputs x.npz]
+                                      time every kernel natively; Chrome trace + kernel table
+    axle explain FILE [-o report.html]
+                                      roofline report: each kernel against this machine's limits
+    axle compile FILE [-o out.ll] [--emit summary|llvm|llvm-opt|asm]
+                                      compile for the CPU; fusion summary, LLVM IR or assembly
+    axle viz FILE [-o graph.html|graph.svg]
+                                      picture of the compiled program: fusion kernels, shapes
+    axle demo [--out DIR]             the main job on the bundled GPT-2 style block
 """
 from __future__ import annotations
 
@@ -97,32 +106,63 @@ def cmd_interpret(a) -> int:
     return 0
 
 
+def describe(o, first: int = 6) -> str:
+    """`f32[2,3] min .. max .. mean ..  first [...]`: one line about an array."""
+    import numpy as np
+    o = np.asarray(o)
+    head = f"{o.dtype}{list(o.shape)}"
+    if not o.size:
+        return head + " (empty)"
+    flat = o.reshape(-1)
+    if o.dtype == bool:
+        stats = f"{int(flat.sum())} of {flat.size} true"
+    elif o.dtype.kind in "fiu" or o.dtype.kind == "V" or str(o.dtype) in ("bfloat16",):
+        x = flat.astype(np.float64)
+        stats = f"min {x.min():.6g} max {x.max():.6g} mean {x.mean():.6g}"
+    elif o.dtype.kind == "c":
+        stats = f"|x| max {np.abs(flat).max():.6g} mean {np.abs(flat).mean():.6g}"
+    else:
+        stats = ""
+    vals = ", ".join(f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v) for v in flat[:first].tolist())
+    return f"{head} {stats}  first [{vals}{', ...' if flat.size > first else ''}]"
+
+
 def cmd_run(a) -> int:
     """Compile a module for a backend, run it, compare with the interpreter, time it."""
     import time
 
     import numpy as np
     from axle.interpreter.evaluator import run_function
-    from axle.ir import parse_module
-    text = _read(a.file)
-    m = parse_module(text, a.file)
+    from axle.ir import parse_module, print_module
+    from axle.tools.compile_cmd import lift_checks, read_module
+    name, text, example_args = read_module(a.file)  # a file, '-' or jax:NAME
+    m = parse_module(text, name)
     fn = m.function(a.function) if a.function else m.main
+    lifted = lift_checks(m, fn.sym_name)  # a conformance program: checks run on the host
+    if lifted is not None:
+        text = print_module(m)
+        example_args = lifted.args
     if a.inputs:
         data = np.load(a.inputs)
         args = [data[k] for k in data.files]
+    elif example_args is not None:
+        args = [np.asarray(x) for x in example_args]
+        print(f"@{fn.sym_name}: the program's own inputs: " + ", ".join(f"{x.dtype}{list(x.shape)}" for x in args))
     else:
         args = random_inputs(fn.function_type.inputs, a.seed)
         print(f"@{fn.sym_name}: random arguments (seed {a.seed}): "
               + ", ".join(f"{x.dtype}{list(x.shape)}" for x in args))
     t0 = time.perf_counter()
     import axle
-    ex = axle.compile(parse_module(text, a.file), backend=a.backend, entry=fn.sym_name)
+    ex = axle.compile(parse_module(text, name), backend=a.backend, entry=fn.sym_name)
     compile_s = time.perf_counter() - t0
     outs = ex.execute(args)
-    for i, o in enumerate(outs):
-        o = np.asarray(o)
-        summary = f"min {o.min():.6g} max {o.max():.6g} mean {o.mean():.6g}" if o.size and o.dtype.kind in "fiu" else ""
-        print(f"result {i}: {o.dtype}{list(o.shape)} {summary}")
+    n_own = lifted.num_results if lifted is not None else len(outs)
+    for i, o in enumerate(outs[:n_own]):
+        print(f"result {i}: {describe(o)}")
+    if lifted is not None:
+        lifted.run_checks(list(outs))  # raises CheckFailure (an InterpreterError) when one fails
+        print(f"checks: {len(lifted.checks)} passed")
     if a.check and a.backend != "interpreter":
         ref = run_function(m, args, fn.sym_name)
         worst = 0.0
@@ -141,13 +181,23 @@ def cmd_run(a) -> int:
         ex.execute(args)
         times.append(time.perf_counter() - t)
     times.sort()
-    print(f"{a.backend}: compile {compile_s * 1e3:.1f} ms; per call median {times[len(times) // 2] * 1e6:.1f} us "
-          f"(min {times[0] * 1e6:.1f}, max {times[-1] * 1e6:.1f}) over {a.repeat} calls")
+    if times:
+        print(f"{a.backend}: compile {compile_s * 1e3:.1f} ms; per call median {times[len(times) // 2] * 1e6:.1f} us "
+              f"(min {times[0] * 1e6:.1f}, max {times[-1] * 1e6:.1f}) over {a.repeat} calls")
     if a.outputs:
-        np.savez(a.outputs, *[np.asarray(o) for o in outs])
+        np.savez(a.outputs, *[np.asarray(o) for o in outs[:n_own]])
+        print(f"wrote {a.outputs} ({n_own} array{'s' * (n_own != 1)}: arr_0 ...)")
     if a.buffers and hasattr(ex, "program"):
         print(ex.program.buffer_report())
     return 0
+
+
+# subcommands living in their own modules, with their own parsers (--help, examples)
+OWN_PARSERS = {
+    "compile": ("axle.tools.compile_cmd", "compile for the CPU; print the fusion summary, LLVM IR or assembly"),
+    "viz": ("axle.tools.viz", "draw the compiled program (fusion kernels, shapes) as SVG or HTML"),
+    "demo": ("axle.tools.demo", "the main job: compile, check, time, summarize and draw the bundled model"),
+}
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -179,11 +229,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.set_defaults(fn=cmd_interpret)
 
     p = sub.add_parser("run", help="compile and run a module (random inputs if none), check and time it",
-                       epilog="example: axle run model.mlir --backend cpu --repeat 100")
-    p.add_argument("file")
-    p.add_argument("--backend", default="cpu", choices=("cpu", "interpreter"))
+                       description="Compile MODULE for a backend, run it on --inputs (random arguments when "
+                                   "none; a conformance program's own inputs, its checks run on the host), "
+                                   "print each result (shape, dtype, min/max/mean, first values), compare "
+                                   "with the interpreter and time the calls.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  axle run model.mlir --backend cpu --repeat 100\n"
+                              "  axle run model.mlir --inputs args.npz --outputs out.npz\n"
+                              "  axle run jax:transformer_block --buffers")
+    p.add_argument("file", metavar="MODULE", help=".mlir file, '-' for stdin, or jax:NAME (a workload)")
+    p.add_argument("--backend", default="cpu", choices=("cpu", "interpreter"), help="what runs it (default cpu)")
     p.add_argument("--inputs", help=".npz file whose arrays (in order) are the arguments")
-    p.add_argument("--outputs", help="write the results to this .npz file")
+    p.add_argument("--outputs", help="write the results to this .npz file (arr_0, arr_1, ...)")
     p.add_argument("--function", help="function to run (default: @main)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random arguments")
     p.add_argument("--repeat", type=int, default=20, help="timed calls after the first")
@@ -193,10 +250,22 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     sub.add_parser("conformance", help="run StableHLO conformance programs", add_help=False)
     sub.add_parser("roundtrip", help="check that .mlir files print and parse back equal", add_help=False)
+    sub.add_parser("profile", help="time each kernel of a compiled module; write a Chrome trace",
+                   add_help=False)
+    sub.add_parser("explain", help="roofline report (HTML + PNG): each kernel against the machine",
+                   add_help=False)
+    for name, (_, text) in OWN_PARSERS.items():
+        sub.add_parser(name, help=text, add_help=False)
 
     if argv and argv[0] == "conformance":
         from axle.tools.conformance import main as conf_main
         return conf_main(argv[1:])
+    if argv and argv[0] in ("profile", "explain"):  # own parsers (--help, examples): tools/profile.py, explain.py
+        import importlib
+        return importlib.import_module(f"axle.tools.{argv[0]}").main(argv[1:])
+    if argv and argv[0] in OWN_PARSERS:
+        import importlib
+        return importlib.import_module(OWN_PARSERS[argv[0]][0]).main(argv[1:])
     if argv and argv[0] == "roundtrip":
         from axle.tools.roundtrip import main as rt_main
         return rt_main(argv[1:])
@@ -218,9 +287,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         except ImportError:  # pragma: no cover
             VerificationError = ()
         from axle.backends.cpu.scalar import Unsupported
+        from axle.reproducer import InternalCompilerError
         if isinstance(e, (InterpreterError, ArgumentError, VerificationError, OSError, Unsupported)):
             print(f"axle {a.command}: error: {e}", file=sys.stderr)
             return 1
+        if isinstance(e, InternalCompilerError):  # the traceback is in the reproducer's folder
+            print(f"axle {a.command}: {e}", file=sys.stderr)
+            return 3
         raise
 
 

@@ -193,12 +193,18 @@ def run_all(cases: list[Case], backend: str, passes: str, jobs: int, timeout: fl
     # big cases first so that the pool's tail is short
     work.sort(key=lambda w: -len(w[0].text))
     t0 = time.perf_counter()
+    bar = _progress_bar(len(cases)) if progress else None
 
     def show(n):
-        if progress:
-            failed = sum(r.status == "failed" for r in results)
-            sys.stderr.write(f"\r[{n}/{len(cases)}] {failed} failed, {time.perf_counter() - t0:.0f}s ")
-            sys.stderr.flush()
+        if not progress:
+            return
+        failed = sum(r.status == "failed" for r in results)
+        if bar is not None:  # tqdm: rate and time left as well
+            bar.set_postfix_str(f"{failed} failed", refresh=False)
+            bar.update(n - bar.n)
+            return
+        sys.stderr.write(f"\r[{n}/{len(cases)}] {failed} failed, {time.perf_counter() - t0:.0f}s ")
+        sys.stderr.flush()
 
     if jobs <= 1:
         for w in work:
@@ -210,9 +216,21 @@ def run_all(cases: list[Case], backend: str, passes: str, jobs: int, timeout: fl
             for r in pool.imap_unordered(_worker, work, chunksize=4):
                 results.append(r)
                 show(len(results))
-    if progress:
+    if bar is not None:
+        bar.close()
+    elif progress:
         sys.stderr.write("\n")
     return results
+
+
+def _progress_bar(total: int):
+    """A tqdm bar on stderr, or None without tqdm (then the plain progress line is used)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="conformance", unit="case", file=sys.stderr, dynamic_ncols=True,
+                smoothing=0.05)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -45,8 +45,14 @@ def roundtrip_case(text: str, filename: str) -> str | None:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    files = mlir_files(argv)
+    import argparse
+    ap = argparse.ArgumentParser(prog="axle roundtrip",
+                                 description="Check that every case ('// -----' part) of the given .mlir "
+                                             "files parses, prints, parses back to an equal module and "
+                                             "prints the same text again.",
+                                 epilog="example: axle roundtrip ../shared/conformance/testdata")
+    ap.add_argument("paths", nargs="+", help=".mlir files or folders of them")
+    files = mlir_files(ap.parse_args(sys.argv[1:] if argv is None else argv).paths)
     ok = bad = 0
     t0 = time.perf_counter()
     for f in files:

@@ -144,3 +144,46 @@ def test_blas_dot_matches_numpy(dtype, et, batch):
     want = np.matmul(a.astype(np.complex128 if np.iscomplexobj(a) else np.float64), bb)
     np.testing.assert_allclose(exe(a, bb), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(exe(a, bb), axle.interpret(text, a, bb), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("lhs_t", [False, True])
+@pytest.mark.parametrize("rhs_t", [False, True])
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("out_t", [False, True])
+def test_transposed_operands_fold_into_blas(lhs_t, rhs_t, batch, out_t):
+    """transpose-fold + BLAS 'T' flags: dots of transposed operands (and transposed results)
+    run without transpose kernels and give numpy's results."""
+    m, k, n, bsz = 21, 34, 13, 3
+    pre = [bsz] if batch else []
+    ls = pre + ([k, m] if lhs_t else [m, k])
+    rs = pre + ([n, k] if rhs_t else [k, n])
+
+    def tt(shape):
+        return f"tensor<{'x'.join(map(str, shape))}xf32>"
+    perm = (lambda r: f"dims = [{', '.join(map(str, list(range(len(pre))) + [r - 1, r - 2]))}]")
+    lines = []
+    a, bname = "%a", "%b"
+    if lhs_t:
+        lines.append(f"%at = stablehlo.transpose %a, {perm(len(ls))} : ({tt(ls)}) -> {tt(pre + [m, k])}")
+        a = "%at"
+    if rhs_t:
+        lines.append(f"%bt = stablehlo.transpose %b, {perm(len(rs))} : ({tt(rs)}) -> {tt(pre + [k, n])}")
+        bname = "%bt"
+    bd = "batching_dims = [0] x [0], " if batch else ""
+    c = (2, 1) if batch else (1, 0)
+    lines.append(f"%d = stablehlo.dot_general {a}, {bname}, {bd}contracting_dims = [{c[0]}] x [{c[1]}] : "
+                 f"({tt(pre + [m, k])}, {tt(pre + [k, n])}) -> {tt(pre + [m, n])}")
+    res, rt = "%d", pre + [m, n]
+    if out_t:
+        lines.append(f"%r = stablehlo.transpose %d, {perm(len(rt))} : ({tt(rt)}) -> {tt(pre + [n, m])}")
+        res, rt = "%r", pre + [n, m]
+    text = (f"func.func @main(%a: {tt(ls)}, %b: {tt(rs)}) -> {tt(rt)} {{\n  " + "\n  ".join(lines)
+            + f"\n  return {res} : {tt(rt)}\n}}")
+    r = np.random.default_rng(4)
+    x = r.standard_normal(ls).astype(np.float32)
+    y = r.standard_normal(rs).astype(np.float32)
+    exe = axle.compile(text)
+    assert [kk.name for kk in exe.program.kernels] == ["stablehlo.dot_general"]
+    assert exe.program.kernels[0].library == "blas.sgemm"
+    want = axle.interpret(text, x, y)
+    np.testing.assert_allclose(exe(x, y), want, rtol=1e-4, atol=1e-4)

@@ -6,14 +6,25 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
     """Compile `entry` of `module` for the host CPU, after the default pipeline (`passes`).
 
     The pipeline runs only when code must be generated: a program found in the in-memory
-    or disk cache (keyed by the module as given) is used as it is."""
+    or disk cache (keyed by the module as given) is used as it is. `profile=True` times every
+    top-level kernel natively on each call (profiling.ProfiledExecutable).
+
+    A failure inside axle (not the input's fault) raises axle.reproducer.InternalCompilerError,
+    after writing the module and a repro.py to the folder its message names."""
     from axle.backends.cpu.executable import CpuExecutable
+    from axle.reproducer import guard_codegen, run_pipeline
     pipeline = None
+    ran = [not passes]
     if passes:
         def pipeline(m):
-            from axle.passes import PassManager, default_pipeline
-            PassManager.from_flags(default_pipeline()).run(m)
-    return CpuExecutable(module, entry, pipeline, **options)
+            # an internal error in a pass leaves a reproducer (axle/reproducer.py)
+            run_pipeline(m, "cpu", entry=entry, options=options)
+            ran[0] = True
+    with guard_codegen(module, entry, options, passes_done=lambda: ran[0]):  # ... and one in codegen
+        if options.get("profile"):  # native per-kernel timing (profiling.py)
+            from axle.backends.cpu.profiling import ProfiledExecutable
+            return ProfiledExecutable(module, entry, pipeline, **options)
+        return CpuExecutable(module, entry, pipeline, **options)
 
 
 __all__ = ["compile", "Unsupported"]

@@ -11,7 +11,11 @@ is the column-major [N, M] = [N, K] x [K, M] with the operands swapped, so every
 gemm('N', 'N', N, M, K, 1, rhs, N, lhs, K, 0, out, N) — no copies. Batched dots
 ([B, M, K] x [B, K, N], the canonical form dot-canonicalize leaves) loop over B.
 
-Eligible: canonical dot_generals whose operands and result share one of f32, f64,
+Operands stored transposed ([K, M] lhs, [N, K] rhs; transpose-fold leaves dots reading
+transposed data in place) pass BLAS's 'T' flag instead of being copied.
+
+Eligible: dot_generals with at most one (leading) batch dimension, one contracting and
+one free dimension per operand, whose operands and result share one of f32, f64,
 complex64, complex128, with every dimension below 2**31 and M*N*K at least MIN_WORK
 (below that a call costs more than the loop). Everything else keeps the generated loop.
 """
@@ -56,7 +60,9 @@ def available() -> dict:
 
 
 def gemm_shape(op: Operation) -> Optional[tuple]:
-    """(batch, M, N, K, prefix) when op is a dot_general BLAS can run, else None."""
+    """(batch, M, N, K, prefix, lhs_transposed, rhs_transposed) when op is a dot_general BLAS
+    can run, else None. Operands may be stored transposed ([K, M] / [N, K], as transpose-fold
+    leaves them); a batch dimension, if any, leads."""
     lhs, rhs = op.operands
     lt, rt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
     key = str(ot.element_type)
@@ -67,16 +73,20 @@ def gemm_shape(op: Operation) -> Optional[tuple]:
     dn = op.attr("dot_dimension_numbers")
     lb, rb = list(dn["lhs_batching_dimensions"]), list(dn["rhs_batching_dimensions"])
     lc, rc = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
-    if lt.rank == 2 and rt.rank == 2 and not lb and not rb and lc == [1] and rc == [0]:
-        batch, (m, k), n = 1, lt.shape, rt.shape[1]
-    elif lt.rank == 3 and rt.rank == 3 and lb == [0] and rb == [0] and lc == [2] and rc == [1]:
-        batch, m, k = lt.shape
-        n = rt.shape[2]
-    else:
+    nb = len(lb)
+    if nb > 1 or (nb == 1 and (lb != [0] or rb != [0])) or lt.rank != nb + 2 or rt.rank != nb + 2:
         return None
+    if len(lc) != 1 or len(rc) != 1:
+        return None
+    lhs_t = lc[0] == nb  # lhs stored [K, M]
+    rhs_t = rc[0] == nb + 1  # rhs stored [N, K]
+    batch = lt.shape[0] if nb else 1
+    k = lt.shape[lc[0]]
+    m = lt.shape[nb + 1] if lhs_t else lt.shape[nb]
+    n = rt.shape[nb] if rhs_t else rt.shape[nb + 1]
     if min(batch, m, n, k) < 1 or max(m, n, k) >= 2 ** 31 or m * n * k < MIN_WORK:
         return None
-    return batch, m, n, k, PREFIX[key]
+    return batch, m, n, k, PREFIX[key], lhs_t, rhs_t
 
 
 def _gemm_function(ctx, p: str):
@@ -88,8 +98,9 @@ def _gemm_function(ctx, p: str):
 
 
 def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
-              out_offset=None) -> None:
-    """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional)."""
+              out_offset=None, lhs_t: bool = False, rhs_t: bool = False) -> None:
+    """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional);
+    lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k])."""
     em, b = ctx.em, ctx.b
     p8 = ir.IntType(8).as_pointer()
 
@@ -97,7 +108,8 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         s = em.alloca(t)
         b.store(value, s)
         return s
-    trans = slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("N")))
+    def flag(t):
+        return slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("T" if t else "N")))
     dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
     alpha = b.bitcast(slot(S.reg_type(et), S.constant(et, 1)), p8)
     beta = b.bitcast(slot(S.reg_type(et), S.constant(et, 0)), p8)
@@ -105,13 +117,16 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
     def at(base, off):
         base = b.bitcast(base, p8)
         return base if off is None else b.gep(base, [off], inbounds=True)
-    b.call(_gemm_function(ctx, p), [trans, trans, dims[n], dims[m], dims[k], alpha, at(rhs, rhs_offset), dims[n],
-                                    at(lhs, lhs_offset), dims[k], beta, at(out, out_offset), dims[n]])
+    # column-major view: out^T[n, m] = op(rhs^T) @ op(lhs^T)
+    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), dims[n], dims[m], dims[k], alpha,
+                                    at(rhs, rhs_offset), dims[k] if rhs_t else dims[n],
+                                    at(lhs, lhs_offset), dims[m] if lhs_t else dims[k],
+                                    beta, at(out, out_offset), dims[n]])
 
 
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
     import numpy as np
-    batch, m, n, k, p = shape
+    batch, m, n, k, p, lhs_t, rhs_t = shape
     em, b = ctx.em, ctx.b
     et = _ty(op.results[0]).element_type
     itemsize = np.dtype(et.dtype).itemsize
@@ -120,7 +135,7 @@ def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
     def call(bi):
         def off(elems):
             return b.mul(bi, ir.Constant(ir.IntType(64), elems * itemsize))
-        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n))
+        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n), lhs_t, rhs_t)
     if batch == 1:
         call(ir.Constant(ir.IntType(64), 0))
     else:

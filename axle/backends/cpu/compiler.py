@@ -111,6 +111,7 @@ class Program:
     allocations: list = field(default_factory=list)  # (offset, size, value, kernel index) per temporary
     cacheable: bool = True  # False when the code holds addresses valid only in this process
     host_callbacks: bool = False  # calls back into Python (errors are checked after a call)
+    profile_offset: Optional[int] = None  # profile=True: arena offset of the kernel timestamps
 
     def buffer_report(self, top: int = 5) -> str:
         """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
@@ -144,14 +145,50 @@ def check_supported(block: Block) -> None:
             _ty(r)
 
 
-class Context:
-    """Code generation state of one program: builder, emitter, arena and kernel list."""
+@dataclass(frozen=True)
+class BufRef:
+    """Where a buffer lives, valid in every function of the program: the pointer in table
+    slot `slot`, plus `offset` bytes (temporaries: the arena's slot and their offset)."""
+    slot: int
+    offset: int = 0
 
-    def __init__(self, mod: ir.Module, b: ir.IRBuilder, arena):
+
+class _Buffers(dict):
+    """id(value) -> buffer pointer. BufRef entries resolve to a pointer in the function
+    being emitted (each kernel is its own function), raw pointers are used as they are."""
+
+    def __init__(self, ctx: "Context"):
+        super().__init__()
+        self._ctx = ctx
+
+    def __getitem__(self, k):
+        v = dict.__getitem__(self, k)
+        return self._ctx.resolve(v) if isinstance(v, BufRef) else v
+
+    def get(self, k, default=None):
+        return self[k] if k in self else default
+
+
+P8P = I8.as_pointer().as_pointer()
+
+
+class Context:
+    """Code generation state of one program: builder, emitter, arena and kernel list.
+
+    Every top-level kernel is emitted into its own function `void kN(i8** table)` (not
+    inlined: LLVM's work grows faster than linearly with function size, and a kernel is
+    the unit the parallel runtime runs), called in order from the entry. Buffers are
+    named by BufRef and resolved to pointers in the prologue of the function using them.
+    """
+
+    def __init__(self, mod: ir.Module, func: ir.Function, arena_slot: int, split_kernels: bool = True):
         self.mod = mod
-        self.b = b
-        self.em = Emitter(mod, b, {})
-        self.arena = arena
+        self.arena_slot = arena_slot
+        self.split_kernels = split_kernels
+        self.in_kernel_function = False  # emitting the top level of a kernel's own function
+        self._enter(func)
+        self.em = Emitter(mod, self.b, {})
+        self.em.buffers = _Buffers(self)
         self.offset = 0  # arena size so far (the peak of temporary memory)
         self.free: list[tuple[int, int]] = []  # (offset, size) of released blocks
         self.live: dict[int, tuple] = {}  # offset -> (size, value) of live temporaries
@@ -161,6 +198,70 @@ class Context:
         self.cacheable = True  # set False by kernels that bake process addresses into the code
         self.host_callbacks = False
         self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
+        self.timer = None  # profile=True: a profiling.KernelTimer stamping each top-level kernel
+
+    # -- functions and buffers
+    def _enter(self, fn: ir.Function) -> None:
+        """Emit into `fn(i8** table)` from now on: an entry block of stack slots, then a
+        prologue (buffer pointers), then the body."""
+        slots = fn.append_basic_block("slots")  # the entry block: stack slots (Emitter.alloca)
+        prologue = fn.append_basic_block("prologue")
+        body = fn.append_basic_block("body")
+        ir.IRBuilder(slots).branch(prologue)
+        pb = ir.IRBuilder(prologue)
+        term = pb.branch(body)
+        pb.position_before(term)
+        self._prologue = pb
+        self.table = fn.args[0]
+        self._resolved: dict = {}
+        self.b = ir.IRBuilder(body)
+        if hasattr(self, "em"):
+            self.em.b = self.b
+
+    def resolve(self, ref: BufRef):
+        key = (ref.slot, ref.offset)
+        v = self._resolved.get(key)
+        if v is None:
+            pb = self._prologue
+            base = self._resolved.get((ref.slot, 0))
+            if base is None:
+                base = pb.load(pb.gep(self.table, [ir.Constant(I64, ref.slot)], inbounds=True))
+                self._resolved[(ref.slot, 0)] = base
+            v = base if ref.offset == 0 else pb.gep(base, [ir.Constant(I64, ref.offset)], inbounds=True)
+            self._resolved[key] = v
+        return v
+
+    @property
+    def arena(self):
+        return self.resolve(BufRef(self.arena_slot))
+
+    def kernel_function(self, name: str):
+        """Context manager: emit into a new function `name(table)`, then call it here."""
+        fn = ir.Function(self.mod, ir.FunctionType(ir.VoidType(), [P8P]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("nounwind")
+        return self.function_scope(fn, call=True, kernel=True)
+
+    def function_scope(self, fn: ir.Function, call: bool, kernel: bool = False):
+        """Context manager: emit into `fn(table)` (fresh), then return here (and call it)."""
+        ctx = self
+
+        class _Scope:
+            def __enter__(self_):
+                self_.saved = (ctx.b, ctx.table, ctx._resolved, ctx._prologue, ctx.in_kernel_function)
+                ctx._enter(fn)
+                ctx.in_kernel_function = kernel
+                return fn
+
+            def __exit__(self_, *exc):
+                ctx.b.ret_void()
+                ctx.b, ctx.table, ctx._resolved, ctx._prologue, ctx.in_kernel_function = self_.saved
+                ctx.em.b = ctx.b
+                if exc[0] is None and call:
+                    ctx.b.call(fn, [ctx.table])
+                return False
+        return _Scope()
 
     def mark_library(self, name: str) -> None:
         """Record that the kernel being emitted calls library routine `name`."""
@@ -172,7 +273,7 @@ class Context:
     def has_buffer(self, v: Value) -> bool:
         return id(v) in self.em.buffers
 
-    def temp(self, t: TensorType, value: Optional[Value] = None):
+    def temp_ref(self, t: TensorType, value: Optional[Value] = None) -> BufRef:
         """A temporary buffer in the arena: the smallest released block that fits (best fit),
         else fresh space at the end. `release(value)` returns it once its last reader ran."""
         size = (max(nbytes(t), 1) + ALIGN - 1) // ALIGN * ALIGN
@@ -189,7 +290,11 @@ class Context:
         self.allocations.append((off, size, value, len(self.kernels)))
         if value is not None:
             self._offsets[id(value)] = off
-        return self.b.gep(self.arena, [ir.Constant(I64, off)], inbounds=True)
+        return BufRef(self.arena_slot, off)
+
+    def temp(self, t: TensorType, value: Optional[Value] = None):
+        """A temporary (temp_ref) as a pointer in the function being emitted."""
+        return self.resolve(self.temp_ref(t, value))
 
     def release(self, value: Value) -> None:
         off = self._offsets.pop(id(value), None)
@@ -210,6 +315,8 @@ class Context:
         """Write every element of v into buffer dst."""
         t = _ty(v)
         em = self.em
+        if isinstance(dst, BufRef):
+            dst = self.resolve(dst)
         em.loop_nest(t.shape, lambda idx: S.store(self.b, em.value_at(v, idx),
                                                    em.element_ptr(dst, t.element_type, em.linear(idx, t.shape)),
                                                    t.element_type))
@@ -218,11 +325,15 @@ class Context:
         """Emit a block's ops; returns its terminator's operands. `results_into[k]`, when
         given, is a buffer the k-th returned value is written to (directly by its producer
         when possible, else by a copy)."""
+        saved = self.in_kernel_function
+        if self._level > 0:
+            self.in_kernel_function = False  # nested bodies may hold function-local buffers
         self._level += 1
         try:
             return self._emit_block(block, results_into, self._level - 1)
         finally:
             self._level -= 1
+            self.in_kernel_function = saved
 
     def _emit_block(self, block: Block, results_into: Optional[list], level: int) -> list:
         check_supported(block)
@@ -278,14 +389,20 @@ class Context:
         for k, op in enumerate(emitted):
             for r in op.results:
                 if not self.has_buffer(r):
-                    self.em.buffers[id(r)] = targets.get(id(r)) or self.temp(_ty(r), r)
+                    self.em.buffers[id(r)] = targets.get(id(r)) or self.temp_ref(_ty(r), r)
             fused, inputs = _fusion_of(op, want, block)
             self.kernels.append(KernelInfo(len(self.kernels), op, fused, inputs, depth=level))
+            timer = self.timer if level == 0 else None
+            if timer is not None:
+                timer.start()
             kd = KERNELS.get(op.name)
-            if kd is not None:
-                kd.fn(self, op)
+            if level == 0 and self.split_kernels:
+                with self.kernel_function(f"k{len(self.kernels) - 1}.{op.name.split('.')[-1]}"):
+                    (kd.fn if kd is not None else emit_elementwise)(self, op)
             else:
-                emit_elementwise(self, op)
+                (kd.fn if kd is not None else emit_elementwise)(self, op)
+            if timer is not None:
+                timer.stop()
             # buffer assignment: a temporary whose last reader has run can be reused
             for v_id in last_read.get(id(op), ()):
                 v = by_id.get(v_id)
@@ -377,12 +494,25 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
     t = _ty(r)
     et = t.element_type
     em = ctx.em
-    dst = ctx.buffer(r)
-    em.loop_nest(t.shape, lambda idx: S.store(em.b, em.op_at(op, idx),
-                                               em.element_ptr(dst, et, em.linear(idx, t.shape)), et))
+    from axle.backends.cpu.parallel import outer_dim, split_loop
+
+    def body(idx):
+        dst = ctx.buffer(r)  # resolved in whichever function the loop lands in
+        S.store(em.b, em.op_at(op, idx), em.element_ptr(dst, et, em.linear(idx, t.shape)), et)
+    work = 1 + sum(1 for o in ctx.kernels[-1].fused if o.name not in MOVES) if ctx.kernels else 1
+    split_loop(ctx, list(t.shape), outer_dim(t.shape), body, work)
 
 
-def compile_function(module: Module, entry: str = "main") -> Program:
+def compile_function(module: Module, entry: str = "main", profile: bool = False) -> Program:
+    """Generate the program of `entry`. With `profile`, the code also reads a clock before and
+    after each top-level kernel and keeps the times in the arena (profiling.py); without it,
+    the code is exactly what it would be otherwise."""
+    from axle.profiler import phase
+    with phase("codegen", entry=entry, profile=profile):
+        return _compile_function(module, entry, profile)
+
+
+def _compile_function(module: Module, entry: str, profile: bool) -> Program:
     import axle.backends.cpu.kernels  # noqa: F401  (registers the kernels)
     import axle.backends.cpu.kernels_collective  # noqa: F401
     import axle.backends.cpu.kernels_control  # noqa: F401
@@ -390,6 +520,18 @@ def compile_function(module: Module, entry: str = "main") -> Program:
     import axle.backends.cpu.kernels_window  # noqa: F401
     import axle.backends.cpu.kernels_conv  # noqa: F401
     import axle.backends.cpu.kernels_linalg  # noqa: F401
+    import axle.backends.cpu.kernels_fft  # noqa: F401
+    import axle.backends.cpu.kernels_dynamic  # noqa: F401
+    import axle.backends.cpu.kernels_rng  # noqa: F401
+    import axle.backends.cpu.kernels_extra  # noqa: F401
+    import axle.backends.cpu.kernels_scan  # noqa: F401
+    import axle.backends.cpu.kernels_ragged  # noqa: F401
+    import axle.backends.cpu.kernels_cholesky  # noqa: F401
+    import axle.backends.cpu.scalar_special  # noqa: F401  (registers more scalar rules)
+    from axle.passes.lower_quant import prepare_for_cpu
+    module = prepare_for_cpu(module)  # quantized types -> integer/float ops (in a copy)
+    from axle.backends.cpu.prepare import prepare
+    module = prepare(module)  # tuples, barriers, shape ops with constant shapes (in a copy)
     fn = module.function(entry)
     block = fn.body
     for a in block.arguments:
@@ -397,22 +539,20 @@ def compile_function(module: Module, entry: str = "main") -> Program:
     mod = ir.Module(name="axle")
     fnty = ir.FunctionType(ir.VoidType(), [I8.as_pointer().as_pointer()])
     func = ir.Function(mod, fnty, "axle_entry")
-    bufs = func.args[0]
-    b = ir.IRBuilder(func.append_basic_block("entry"))
-
-    def slot(i):
-        return b.load(b.gep(bufs, [ir.Constant(I64, i)], inbounds=True))
-
     n_args = len(block.arguments)
     n_res = len(fn.function_type.results)
-    ctx = Context(mod, b, slot(n_args + n_res))
+    ctx = Context(mod, func, n_args + n_res)
+    if profile:
+        from axle.backends.cpu.profiling import KernelTimer
+        ctx.timer = KernelTimer(ctx)
     for i, a in enumerate(block.arguments):
-        ctx.em.buffers[id(a)] = slot(i)
-    ctx.emit_block(block, [slot(n_args + k) for k in range(n_res)])
-    b.ret_void()
+        ctx.em.buffers[id(a)] = BufRef(i)
+    ctx.emit_block(block, [BufRef(n_args + k) for k in range(n_res)])
+    ctx.b.ret_void()
     _emit_trampoline(mod, func, n_args + n_res)
+    profile_offset = ctx.timer.finish() if ctx.timer is not None else None
     return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
-                   ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks)
+                   ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset)
 
 
 PYARRAY_DATA_OFFSET = 16  # offsetof(PyArrayObject, data): after the object header (refcount, type)

@@ -8,7 +8,9 @@ touches its file's modification time).
 Key: sha256 over the canonical module text (printed without locations, so value names
 and source locations do not change it), the entry function, the concrete argument shapes,
 the compile options, the backend, the entry format version, the axle, llvmlite and LLVM
-versions, and the host CPU name and features (object code is tuned for them).
+versions, a hash of axle's own source files (so an edited compiler never loads code an
+older one made), whether kernels are split across threads, and the host CPU name and
+features (object code is tuned for them).
 
 Entry format (not pickle; nothing in it is executed except the object code it vouches
 for): b"AXLEOBJ1", u32 header length, a UTF-8 JSON header (key, versions, the program's
@@ -31,6 +33,7 @@ import struct
 import tempfile
 import threading
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Optional
 
 MAGIC = b"AXLEOBJ1"
@@ -83,9 +86,28 @@ def environment() -> dict:
 
     import axle
     from axle.backends.cpu.llvm_env import host_cpu
+    from axle.backends.cpu import parallel
     name, features = host_cpu()
-    return {"format": FORMAT_VERSION, "axle": axle.__version__, "llvmlite": llvmlite.__version__,
+    return {"parallel": parallel.enabled(), "source": compiler_source_hash(), "format": FORMAT_VERSION, "axle": axle.__version__, "llvmlite": llvmlite.__version__,
             "llvm": ".".join(map(str, llvm.llvm_version_info)), "cpu": name, "features": features}
+
+
+@lru_cache(maxsize=None)
+def compiler_source_hash() -> str:
+    """sha256 of axle's own source: a changed compiler (a development checkout, an edited
+    install) never loads code an older one made, even at the same version number."""
+    import axle
+    root = os.path.dirname(os.path.abspath(axle.__file__))
+    h = hashlib.sha256()
+    for dirpath, dirnames, files in sorted(os.walk(root)):
+        dirnames.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                p = os.path.join(dirpath, f)
+                h.update(os.path.relpath(p, root).encode())
+                with open(p, "rb") as fh:
+                    h.update(fh.read())
+    return h.hexdigest()
 
 
 def make_key(fingerprint: str, entry: str, signature, options: dict) -> str:

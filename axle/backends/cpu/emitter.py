@@ -15,6 +15,7 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
+from axle.backends.cpu import scalar_f8 as _f8
 from axle.backends.cpu.scalar import I1, I8, I64, Unsupported
 from axle.backends.cpu.scalar_ops import RULES, convert
 from axle.ir.core import Operation, Value
@@ -68,6 +69,7 @@ class Emitter:
         self.b = builder
         self.buffers = buffers  # id(value) -> ir pointer (i8*) of its buffer
         self._globals = 0
+        self._const_globals: dict = {}  # id(constant op) -> its global
 
     # -- helpers
     def intrinsic(self, name: str, t: ir.Type, args):
@@ -117,7 +119,7 @@ class Emitter:
         g.linkage = "internal"
         g.align = 64
         g.initializer = ir.Constant(arr, bytearray(data))
-        return self.b.bitcast(g, I8.as_pointer())
+        return g
 
     def alloca(self, t: ir.Type):
         """A stack slot in the function's entry block (where mem2reg can promote it; an
@@ -145,8 +147,54 @@ class Emitter:
 
         level(0)
 
-    def for_range(self, n: int, body: Callable) -> None:
+    UNROLL_MAX = 4  # loops of at most this many trips are unrolled here...
+    UNROLL_COPIES = 16  # ...while the nest of unrolled loops makes at most this many copies
+
+    def loop_nest_range(self, shape, dim: int, lo, hi, body: Callable[[list], None]) -> None:
+        """Like loop_nest, but dimension `dim` runs over [lo, hi) (run-time values)."""
+        if any(d == 0 for d in shape):
+            return
+        idx = []
+
+        def level(k):
+            if k == len(shape):
+                body(list(idx))
+                return
+            if k == dim:
+                self.for_range_dynamic(lo, hi, lambda i: (idx.append(i), level(k + 1), idx.pop()))
+            else:
+                self.for_range(shape[k], lambda i: (idx.append(i), level(k + 1), idx.pop()))
+        level(0)
+
+    def for_range_dynamic(self, lo, hi, body: Callable) -> None:
+        """for i in range(lo, hi): body(i), with run-time bounds (nothing when lo >= hi)."""
         b = self.b
+        head = b.append_basic_block("dloop")
+        exit_ = b.append_basic_block("dloop.end")
+        pre = b.block
+        b.cbranch(b.icmp_unsigned("<", lo, hi), head, exit_)
+        b.position_at_end(head)
+        i = b.phi(I64, "i")
+        i.add_incoming(lo, pre)
+        body(i)
+        nxt = b.add(i, self.const_i64(1))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_unsigned("<", nxt, hi), head, exit_)
+        b.position_at_end(exit_)
+
+    def for_range(self, n: int, body: Callable) -> None:
+        """for i in range(n): body(i). Short loops are unrolled while emitting (LLVM's own
+        unroller is off: it costs more compile time than it gains on our loop nests)."""
+        b = self.b
+        copies = getattr(self, "_copies", 1)
+        if n <= self.UNROLL_MAX and copies * n <= self.UNROLL_COPIES:
+            self._copies = copies * n
+            try:
+                for k in range(n):
+                    body(self.const_i64(k))
+            finally:
+                self._copies = copies
+            return
         pre = b.block
         head = b.append_basic_block("loop")
         exit_ = b.append_basic_block("loop.end")
@@ -204,11 +252,12 @@ class Emitter:
                         return S.constant(et, float(flat[0]))
                 else:
                     return S.constant(et, flat[0])
-            key = ("const", id(op))
-            if key not in self.buffers:
-                self.buffers[key] = self.global_bytes(np.ascontiguousarray(
+            # the global is made once per constant; the pointer cast is made in each function
+            g = self._const_globals.get(id(op))
+            if g is None:
+                g = self._const_globals[id(op)] = self.global_bytes(np.ascontiguousarray(
                     arr.astype(np.uint8) if et.is_bool else arr).tobytes())
-            ptr = self.element_ptr(self.buffers[key], et, self.linear(idx, rt.shape))
+            ptr = self.element_ptr(self.b.bitcast(g, I8.as_pointer()), et, self.linear(idx, rt.shape))
             return S.load(b, ptr, et)
         if name == "stablehlo.iota":
             d = op.attr("iota_dimension")
@@ -249,8 +298,11 @@ class Emitter:
         if name == "stablehlo.bitcast_convert":
             src = _ty(op.operands[0]).element_type
             if src.bitwidth != et.bitwidth or src.is_bool or et.is_bool:
-                raise Unsupported(f"bitcast_convert {src} -> {et}")
+                from axle.backends.cpu.bitcast import bitcast_wide  # other widths: bitcast.py
+                return bitcast_wide(self, op, idx)
             x = self.value_at(op.operands[0], idx)
+            if _f8.is_f8(src) or _f8.is_f8(et):
+                return _f8.bitcast(b, x, src, et)
             if src.name == "bf16":  # the register is the f32 whose top half is the bf16
                 x = b.trunc(b.lshr(b.bitcast(x, S.I32), ir.Constant(S.I32, 16)), S.I16)
                 return x if et.is_int else b.bitcast(x, S.reg_type(et))

@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from axle import profiler as _profiler
 from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
 from axle.backends.cpu.llvm_env import compile_to_object, link_object
@@ -165,7 +166,8 @@ class CpuExecutable:
         if prog is not None:
             return prog
         opts = json.dumps(self.options, sort_keys=True, default=str)
-        key = (self.fingerprint, self.entry, signature, opts, self._pipeline is not None)
+        from axle.backends.cpu import parallel
+        key = (self.fingerprint, self.entry, signature, opts, self._pipeline is not None, parallel.enabled())
         with _CACHE_LOCK:
             prog = _CACHE.get(key)
         if prog is None:
@@ -218,7 +220,9 @@ class CpuExecutable:
                 return False
         return True
 
-    def execute(self, args) -> list:
+    def execute(self, args, _traced: bool = False) -> list:
+        if _profiler.ACTIVE is not None and not _traced:  # axle.profiler is tracing: record the call
+            return _profiler.ACTIVE.execute(self, args)
         if self._static is not None and self._fast_ok(args):
             return self._static.run(args)
         args = [np.ascontiguousarray(a) for a in check_arguments(self.function, list(args))]

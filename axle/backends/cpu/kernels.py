@@ -105,6 +105,7 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
             for d, i in zip(dims, red_idx):
                 full[d] = i
             if reassoc:
+                b = em.b  # the builder of the function the loop is in (parallel.py may outline it)
                 slot = acc.slots[0]
                 total = b.fadd(b.load(slot), em.value_at(inputs[0], full))
                 total.flags.append("reassoc")
@@ -115,30 +116,44 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
         em.loop_nest([in_t.shape[d] for d in dims], inner)
         acc.store(out_idx)
 
-    em.loop_nest(list(out_ts[0].shape), body)
+    from axle.backends.cpu.parallel import outer_dim, split_loop
+    n_red = 1
+    for d in dims:
+        n_red *= in_t.shape[d]
+    split_loop(ctx, list(out_ts[0].shape), outer_dim(out_ts[0].shape), body, n_red)
 
 
 def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in_t, out_ts) -> None:
-    em, b = ctx.em, ctx.b
-    outs = [ctx.buffer(r) for r in op.results]
-    init_vals = []
-    for v in inits:
-        init_vals.append(v)
+    """Initialize the results, then combine every input element into its result element in
+    memory order. Threads (parallel.py) share the innermost (kept) dimension: each owns a
+    range of result columns for both loops."""
+    em = ctx.em
+    rank = in_t.rank
+    out_rank = len(out_ts[0].shape)
 
     def init(out_idx):
-        for v, dst, t in zip(init_vals, outs, out_ts):
-            S.store(b, em.value_at(v, []), em.element_ptr(dst, t.element_type, em.linear(out_idx, t.shape)),
-                    t.element_type)
-    em.loop_nest(list(out_ts[0].shape), init)
+        b = em.b
+        for v, r, t in zip(inits, op.results, out_ts):
+            S.store(b, em.value_at(v, []), em.element_ptr(ctx.buffer(r), t.element_type,
+                                                            em.linear(out_idx, t.shape)), t.element_type)
 
     def step(full):
+        b = em.b
         out_idx = [full[d] for d in kept]
-        ptrs = [em.element_ptr(dst, t.element_type, em.linear(out_idx, t.shape)) for dst, t in zip(outs, out_ts)]
+        ptrs = [em.element_ptr(ctx.buffer(r), t.element_type, em.linear(out_idx, t.shape))
+                for r, t in zip(op.results, out_ts)]
         accs = [S.load(b, p, t.element_type) for p, t in zip(ptrs, out_ts)]
         new = em.region_scalars(op.regions[0], accs + [em.value_at(v, full) for v in inputs])
         for p, t, x in zip(ptrs, out_ts, new):
             S.store(b, x, p, t.element_type)
-    em.loop_nest(list(in_t.shape), step)
+
+    from axle.backends.cpu.parallel import split_ranges
+    total = 1
+    for d in in_t.shape:
+        total *= d
+    split_ranges(ctx, in_t.shape[-1], total,
+                 lambda lo, hi: (em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init),
+                                 em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step)))
 
 
 def _check_dot(op: Operation) -> None:

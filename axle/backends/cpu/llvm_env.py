@@ -13,6 +13,8 @@ from functools import lru_cache
 
 import llvmlite.binding as llvm
 
+from axle.profiler import phase
+
 _LOCK = threading.Lock()
 
 
@@ -40,11 +42,13 @@ def data_layout() -> str:
 
 
 def optimize(mod, tm, level: int = 3) -> None:
-    """Run LLVM's O`level` pipeline with loop and SLP vectorization on."""
+    """Run LLVM's O`level` pipeline with loop and SLP vectorization on, the unroller off."""
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
-    pto.loop_unrolling = True
+    # LLVM's unroller multiplied compile time by 3-10 on real programs (the whole program
+    # is one function) for no run-time gain once short loops are unrolled by the emitter
+    pto.loop_unrolling = False
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     mpm.run(mod, pb)
@@ -65,29 +69,39 @@ def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
     """Parse, verify and optimize LLVM IR; returns (optimized IR text, object code)."""
     with _LOCK:
         _init()
-        mod = llvm.parse_assembly(ir_text)
-        mod.verify()
+        with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
+            mod = llvm.parse_assembly(ir_text)
+            mod.verify()
         tm = target_machine(opt)
         mod.triple = triple()
         mod.data_layout = str(tm.target_data)
         if opt:
-            optimize(mod, tm, opt)
-        return str(mod), tm.emit_object(mod)
+            with phase("llvm.optimize", level=opt):
+                optimize(mod, tm, opt)
+        with phase("llvm.object") as info:
+            optimized, obj = str(mod), tm.emit_object(mod)
+            info["object_bytes"] = len(obj)
+        return optimized, obj
 
 
 def link_object(obj: bytes, exports: list[str]):
     """JIT-link object code into this process; returns (keep-alive handle, {name: address})."""
     with _LOCK:
         _init()
+        from axle.backends.cpu import blas
+        blas.available()  # registers the BLAS routines (code from the disk cache may call them)
+        from axle.backends.cpu import parallel
+        parallel.available()  # and the OpenMP runtime's entry points
         lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)
         for name in exports:
             lib.export_symbol(name)
-        jit = llvm.create_lljit_compiler(target_machine())
-        _link_count[0] += 1
-        tracker = lib.link(jit, f"axle_{_link_count[0]}")
-        addresses = {name: tracker[name] for name in exports}
+        with phase("llvm.link", object_bytes=len(obj)):
+            jit = llvm.create_lljit_compiler(target_machine())
+            _link_count[0] += 1
+            tracker = lib.link(jit, f"axle_{_link_count[0]}")
+            addresses = {name: tracker[name] for name in exports}
         return (jit, tracker), addresses
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from axle.backends.cpu import scalar_f8 as _f8
 from axle.ir.types import ElementType
 
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -30,7 +31,7 @@ def reg_type(et: ElementType) -> ir.Type:
         return ir.IntType(et.bitwidth)  # i2/i4 registers are 2/4 bits wide: LLVM wraps them
     if et.name == "f16":
         return F16
-    if et.name in ("f32", "bf16"):
+    if et.name in ("f32", "bf16") or _f8.is_f8(et):  # 8-bit floats: scalar_f8.py
         return F32
     if et.name == "f64":
         return F64
@@ -42,6 +43,8 @@ def mem_type(et: ElementType) -> ir.Type:
         return I8
     if et.name == "bf16":
         return I16
+    if _f8.is_f8(et):
+        return I8
     return reg_type(et)
 
 
@@ -54,6 +57,8 @@ def load(b: ir.IRBuilder, ptr, et: ElementType):
     if et.name == "bf16":
         wide = b.shl(b.zext(v, I32), ir.Constant(I32, 16))
         return b.bitcast(wide, F32)
+    if _f8.is_f8(et):
+        return _f8.decode(b, v, et)
     return v
 
 
@@ -62,6 +67,8 @@ def store(b: ir.IRBuilder, value, ptr, et: ElementType):
         value = b.zext(value, I8)
     elif et.name == "bf16":
         value = b.trunc(b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16)), I16)
+    elif _f8.is_f8(et):
+        value = _f8.encode(b, value, et)
     b.store(value, ptr)
 
 
@@ -80,6 +87,8 @@ def finish(b: ir.IRBuilder, value, et: ElementType):
     """Bring a freshly computed register to the element type's precision."""
     if et.name == "bf16":
         return round_bf16(b, value)
+    if _f8.is_f8(et):
+        return _f8.round_f8(b, value, et)
     return value
 
 

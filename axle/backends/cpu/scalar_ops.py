@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from axle.backends.cpu import fastmath
 from axle.backends.cpu.scalar import F32, F64, I1, Unsupported, constant, reg_type
+from axle.backends.cpu.scalar_f8 import canonical_nan, is_f8, round_to_odd_f32
 
 RULES = {}
 COMPLEX_RULES = {}  # op name -> rule for complex operands (see the end of this file)
@@ -158,6 +160,9 @@ def _math(name):
     def fn(e, et, a, op):
         if not _is_float(et):
             raise Unsupported(f"stablehlo.{name} on {et}")
+        fast = fastmath.FUNCTIONS.get("stablehlo." + name)
+        if fast is not None and fastmath.applies(a[0]):  # f32/f16/bf16: vectorizable code
+            return fastmath.apply(e, fast, a[0])
         if name in _INTRINSIC_MATH:
             return e.intrinsic(_INTRINSIC_MATH[name], a[0].type, a)
         return e.libm(_LIBM[name], a)
@@ -177,6 +182,8 @@ def _rsqrt(e, et, a, op):
 @rule("logistic")
 def _logistic(e, et, a, op):
     t = a[0].type
+    if fastmath.applies(a[0]):
+        return fastmath.apply(e, fastmath.logistic, a[0])
     ex = e.intrinsic("llvm.exp", t, [e.b.fneg(a[0])])
     return e.b.fdiv(ir.Constant(t, 1.0), e.b.fadd(ir.Constant(t, 1.0), ex))
 
@@ -336,8 +343,12 @@ def convert(e, src, dst, x):
     if src.is_bool:
         return b.uitofp(x, dt) if dst.is_float else b.zext(x, dt)
     if src.is_float and dst.is_float:
+        if src != dst and is_f8(src):  # a small float's NaN leaves its tag behind
+            x = canonical_nan(b, x)
         if st == dt:
             return x
+        if st == F64 and dt == F32 and dst.name != "f32":  # bf16, f8: f32 is not the end
+            return round_to_odd_f32(b, x)
         return b.fpext(x, dt) if _fbits(st) < _fbits(dt) else b.fptrunc(x, dt)
     if src.is_int and dst.is_float:
         return b.uitofp(x, dt) if src.is_unsigned else b.sitofp(x, dt)
@@ -579,6 +590,9 @@ def _chlo_libm(fname):
     def fn(e, et, a, op):
         if not _is_float(et):
             raise Unsupported(f"chlo.{fname} on {et}")
+        fast = fastmath.FUNCTIONS.get("chlo." + fname)
+        if fast is not None and fastmath.applies(a[0]):  # f32/f16/bf16: vectorizable code
+            return fastmath.apply(e, fast, a[0])
         return e.libm(fname, a)
     return fn
 

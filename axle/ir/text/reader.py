@@ -388,6 +388,14 @@ class ModuleParser(Parser):
 
 def parse_module(text: str, filename: Optional[str] = None) -> Module:
     """Parse MLIR text into a Module. Raises ParseError (and only ParseError) on bad input."""
+    from axle import profiler
+    if profiler.ACTIVE is not None:  # an axle.profiler trace records the parse
+        with profiler.phase("parse", file=filename, chars=len(text) if isinstance(text, str) else None):
+            return _parse_module(text, filename)
+    return _parse_module(text, filename)
+
+
+def _parse_module(text, filename: Optional[str]) -> Module:
     if not isinstance(text, str):
         if isinstance(text, (bytes, bytearray)):
             try:

@@ -1,0 +1,113 @@
+"""stablehlo.fft on the CPU backend: a call of pocketfft (scipy.fft) through a host callback.
+
+The generated code calls one host callback with the op's key and a table of two buffer
+pointers (operand, result). The callback views both buffers as numpy arrays and runs
+scipy.fft's fftn / ifftn / rfftn / irfftn over the trailing `fft_length` dimensions, in
+single precision for complex64 / float32 transforms and double precision otherwise — the
+same library calls the interpreter makes (axle/interpreter/ops_linalg.py), so the results
+are the interpreter's bit for bit.
+
+An error raised in the callback is never let through the native frames: it is kept in the
+thread's error slot that kernels_collective.check_errors() re-raises after the native call
+returns (the program is marked `host_callbacks`). The callback's address and the key live
+in this process only, so such programs are kept out of the disk cache.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+from llvmlite import ir
+
+from axle.backends.cpu import kernels_collective as _kc
+from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.scalar import I8, I64, Unsupported
+from axle.ir.core import Operation
+
+_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
+_PLANS: dict[int, tuple] = {}  # key -> (fft_type, lengths, in shape/dtype, out shape/dtype)
+_LOCK = threading.Lock()
+_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+
+
+def _check(op: Operation) -> None:
+    it, ot = _ty(op.operands[0]), _ty(op.results[0])
+    fft_type = str(op.attr("fft_type"))
+    lengths = [int(n) for n in op.attr("fft_length")]
+    if fft_type not in _TYPES:
+        raise Unsupported(f"{op.where()}: fft_type {fft_type}")
+    ok_in = ("f32", "f64") if fft_type == "RFFT" else ("complex<f32>", "complex<f64>")
+    ok_out = ("f32", "f64") if fft_type == "IRFFT" else ("complex<f32>", "complex<f64>")
+    if it.element_type.name not in ok_in or ot.element_type.name not in ok_out:
+        raise Unsupported(f"{op.where()}: fft {fft_type} of {it.element_type} -> {ot.element_type}")
+    if not 1 <= len(lengths) <= 3 or len(lengths) > it.rank:
+        raise Unsupported(f"{op.where()}: fft over {len(lengths)} dimensions of a rank-{it.rank} operand")
+
+
+def _view(ptr: int, shape, dtype) -> np.ndarray:
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    buf = (ctypes.c_char * max(n * dt.itemsize, 1)).from_address(ptr)
+    return np.frombuffer(buf, dtype=dt, count=n).reshape(shape)
+
+
+def compute(fft_type: str, lengths: list, x: np.ndarray, out_shape, out_dtype) -> np.ndarray:
+    """The transform of x over its trailing len(lengths) dimensions, as the interpreter does it."""
+    import scipy.fft
+    out_shape = tuple(out_shape)
+    if x.size == 0 or 0 in out_shape:
+        return np.zeros(out_shape, dtype=out_dtype)
+    narrow = np.dtype(out_dtype) in (np.dtype(np.float32), np.dtype(np.complex64))
+    if fft_type == "RFFT":
+        values = x.astype(np.float32 if narrow else np.float64)
+    else:
+        values = x.astype(np.complex64 if narrow else np.complex128)
+    axes = list(range(x.ndim - len(lengths), x.ndim))
+    fn = {"FFT": scipy.fft.fftn, "IFFT": scipy.fft.ifftn, "RFFT": scipy.fft.rfftn,
+          "IRFFT": scipy.fft.irfftn}[fft_type]
+    with np.errstate(all="ignore"):
+        result = fn(values, s=lengths, axes=axes)
+    if result.shape != out_shape:
+        raise ValueError(f"fft result shape {result.shape}, expected {out_shape}")
+    return result.astype(out_dtype)
+
+
+def _host(key: int, table) -> None:
+    try:
+        fft_type, lengths, (ishape, idt), (oshape, odt) = _PLANS[key]
+        x = _view(table[0], ishape, idt)
+        np.copyto(_view(table[1], oshape, odt), compute(fft_type, lengths, x, oshape, odt))
+    except BaseException as e:  # must not unwind through native frames
+        _kc._local.error = e
+
+
+_CALLBACK = _CALLBACK_TYPE(_host)
+_CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+
+
+@kernel("stablehlo.fft", memory_operands=True, check=_check)
+def emit_fft(ctx: Context, op: Operation) -> None:
+    b = ctx.b
+    ctx.cacheable = False  # the callback's address and the key live in this process only
+    ctx.host_callbacks = True
+    ctx.mark_library("pocketfft")
+    it, ot = _ty(op.operands[0]), _ty(op.results[0])
+    plan = (str(op.attr("fft_type")), [int(n) for n in op.attr("fft_length")],
+            (tuple(it.shape), np.dtype(it.dtype)), (tuple(ot.shape), np.dtype(ot.dtype)))
+    with _LOCK:
+        key = len(_PLANS)
+        _PLANS[key] = plan
+    v = op.operands[0]
+    if ctx.has_buffer(v):
+        src = ctx.buffer(v)
+    else:  # a constant or a fused value: write it to a scratch buffer first
+        src = ctx.temp(it)
+        ctx.copy(v, src)
+    table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), 2))
+    for i, p in enumerate((src, ctx.buffer(op.results[0]))):
+        b.store(b.bitcast(p, I8.as_pointer()), b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))
+    fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
+    fn = b.inttoptr(ir.Constant(I64, _CALLBACK_ADDRESS), fnty.as_pointer())
+    b.call(fn, [ir.Constant(I64, key), b.bitcast(table, I8.as_pointer().as_pointer())])

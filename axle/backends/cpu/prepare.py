@@ -1,0 +1,87 @@
+"""Rewrites the CPU backend applies before code generation (on a copy of the module, and
+only when one of the ops below is present), so that ops with no run-time work need no
+kernel:
+
+* `get_dimension_size` of a static dimension and the dynamic shape ops whose shape
+  operands are constants (`dynamic_iota`, `dynamic_broadcast_in_dim`, `dynamic_reshape`,
+  `dynamic_pad`, `real_dynamic_slice`, `dynamic_gather`, `dynamic_conv`) become their
+  static forms (the refine-shapes pass's patterns, passes/refine_shapes.py);
+* `get_tuple_element` of a `tuple` is the tuple's operand (tuples left without users go);
+* `optimization_barrier` is its operands (it only constrains optimizations that move
+  computations across it; the code generated here is in program order anyway);
+* `after_all` whose token reaches nothing but other `after_all` ops (or nothing) goes;
+* the token-threaded effects (`infeed`, `outfeed`, `send`, `recv`) become `cpu.host_effect`
+  ops without token operands and results (tokens.py), so tokens need no buffers.
+
+What remains (a dynamic op with run-time shapes, a token used by an effect) is refused by
+the backend as before.
+"""
+from __future__ import annotations
+
+from axle.backends.cpu.tokens import EFFECTS, strip_effect
+from axle.ir.core import Module, Operation
+from axle.passes.rewrite import Patterns, apply_patterns, use_counts, walk_blocks
+
+P = Patterns("cpu-prepare", erase_replaced=("stablehlo.optimization_barrier",) + EFFECTS)
+
+_SHAPE_OPS = ("stablehlo.get_dimension_size", "stablehlo.dynamic_iota", "stablehlo.dynamic_broadcast_in_dim",
+              "stablehlo.dynamic_reshape", "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice",
+              "stablehlo.dynamic_gather", "stablehlo.dynamic_conv")
+OPS = _SHAPE_OPS + EFFECTS + ("stablehlo.get_tuple_element", "stablehlo.optimization_barrier",
+                              "stablehlo.after_all")
+
+
+@P.on("stablehlo.get_tuple_element")
+def _tuple_element(op: Operation, b):
+    src = getattr(op.operands[0], "owner", None)
+    if not isinstance(src, Operation) or src.name != "stablehlo.tuple":
+        return None
+    return [src.operands[op.attr("index")]]
+
+
+@P.on("stablehlo.optimization_barrier")
+def _barrier(op: Operation, b):
+    return list(op.operands)
+
+
+@P.on(*EFFECTS)
+def _effect(op: Operation, b):
+    return strip_effect(op, b)
+
+
+def _drop_dead(module: Module) -> bool:
+    """Remove tuples without users and after_all ops whose tokens nothing else reads."""
+    changed_any = False
+    while True:
+        uses = use_counts(module)
+        changed = False
+        for block in walk_blocks(module):
+            keep = []
+            for op in block.operations:
+                if op.name in ("stablehlo.after_all", "stablehlo.tuple") and \
+                        all(uses.get(id(r), 0) == 0 for r in op.results):
+                    changed = True
+                    continue
+                keep.append(op)
+            block.operations[:] = keep
+        changed_any |= changed
+        if not changed:
+            return changed_any
+
+
+def prepare(module: Module) -> Module:
+    """`module` itself when none of the ops above occurs, else a rewritten copy."""
+    if not any(op.name in OPS for op in module.walk()):
+        return module
+    from axle.passes.lower_quant import clone_module
+    from axle.passes.refine_shapes import PATTERNS as SHAPES, refine_types
+    module = clone_module(module)
+    for _ in range(10):
+        changed = apply_patterns(module, P)
+        changed |= apply_patterns(module, SHAPES)
+        if changed:
+            refine_types(module)
+        changed |= _drop_dead(module)
+        if not changed:
+            break
+    return module
