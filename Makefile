@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 EXAMPLE := axle/examples/gpt2_block.mlir
 CONFORMANCE ?= ../shared/conformance
 
-.PHONY: run test setup conformance clean
+.PHONY: run test setup conformance bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,6 +23,9 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
+
+bench: $(STAMP)
+	$(BIN)/axle bench --write benchmarks/RESULTS.md
 
 conformance: $(STAMP)
 	$(BIN)/axle conformance $(CONFORMANCE) --jobs 2

@@ -197,6 +197,7 @@ OWN_PARSERS = {
     "compile": ("axle.tools.compile_cmd", "compile for the CPU; print the fusion summary, LLVM IR or assembly"),
     "viz": ("axle.tools.viz", "draw the compiled program (fusion kernels, shapes) as SVG or HTML"),
     "demo": ("axle.tools.demo", "the main job: compile, check, time, summarize and draw the bundled model"),
+    "bench": ("axle.tools.bench", "axle vs XLA (jax.jit) on the same StableHLO: speed, compile time, memory"),
 }
 
 

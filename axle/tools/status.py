@@ -15,22 +15,23 @@ import sys
 def matrix() -> list[tuple[str, bool, bool, bool]]:
     from axle.backends.cpu import compiler as C
     from axle.backends.cpu.emitter import FUSIBLE
+    from axle.backends.cpu.prepare import HANDLED as CPU_PREPARED
     from axle.interpreter import registry
     from axle.interpreter.evaluator import _SPECIAL
     from axle.ir import ops as O
     from axle.ir import shape_inference, verifier
     # the kernels register themselves when their modules are imported:
-    import axle.backends.cpu.kernels, axle.backends.cpu.kernels_collective  # noqa: E401,F401
-    import axle.backends.cpu.kernels_control, axle.backends.cpu.kernels_conv  # noqa: E401,F401
-    import axle.backends.cpu.kernels_indexing, axle.backends.cpu.kernels_linalg  # noqa: E401,F401
-    import axle.backends.cpu.kernels_window  # noqa: F401
+    C.load_kernels()
+    from axle.passes.lower_quant import __name__ as _lq  # noqa: F401  (quantized ops are lowered)
     rows = []
     for name in sorted(O.OPS):
         if name == "func.func":
             continue
         verify = name in getattr(verifier, "CHECKS", {}) or shape_inference.supports(name)
         interp = registry.lookup(name) is not None or name in _SPECIAL or name in ("func.return", "stablehlo.return")
-        cpu = name in FUSIBLE or name in C.KERNELS or name in ("func.return", "stablehlo.return")
+        cpu = name in FUSIBLE or name in C.KERNELS or name in ("func.return", "stablehlo.return") \
+            or name in ("stablehlo.uniform_quantize", "stablehlo.uniform_dequantize") \
+            or name in CPU_PREPARED  # lower-quant; backends/cpu/prepare.py
         rows.append((name, verify, interp, cpu))
     return rows
 

@@ -121,8 +121,9 @@ class Picture:
         if op is None:
             return "region"
         ri = op.regions.index(region)
-        roles = {"stablehlo.while": ["cond", "body"], "stablehlo.if": ["true branch", "false branch"]}
-        role = roles.get(op.name, [])[ri] if ri < len(roles.get(op.name, [])) else f"region {ri}"
+        roles = {"stablehlo.while": ["cond", "body"], "stablehlo.if": ["true branch", "false branch"]}.get(op.name)
+        role = roles[ri] if roles and ri < len(roles) else f"branch {ri}" if op.name == "stablehlo.case" \
+            else f"region {ri}"
         owner = self.by_op.get(id(op))
         who = f"k{owner.index} {op.opname}" if owner is not None else op.opname
         return f"{who}: {role}"
@@ -400,7 +401,8 @@ def _print_function(fn) -> tuple:
 
 
 def kernel_functions(llvm_ir: str) -> dict:
-    """kernel index -> the text of its LLVM function (`define internal void @"k3.add"(...)`)."""
+    """kernel index -> the text of its LLVM functions: `define internal void @"k3.add"(...)`
+    and its helpers (`k3.add.par`, the loop a parallel kernel runs on each core), in order."""
     out, cur, buf = {}, None, []
     for line in llvm_ir.splitlines():
         if line.startswith("define"):
@@ -409,9 +411,9 @@ def kernel_functions(llvm_ir: str) -> dict:
         elif cur is not None:
             buf.append(line)
             if line.startswith("}"):
-                out[cur] = "\n".join(buf)
+                out.setdefault(cur, []).append("\n".join(buf))
                 cur = None
-    return out
+    return {k: "\n\n".join(v) for k, v in out.items()}
 
 
 # ----------------------------------------------------------------------------- SVG

@@ -30,6 +30,24 @@ PROGRAMS = {
       %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<67x131xi32>, tensor<i32>) -> tensor<131xi32>
       return %0 : tensor<131xi32>
     }""", [(67, 131)]),
+    "gemm_rows": ("""func.func @main(%a: tensor<37x20xf32>, %b: tensor<20x23xf32>) -> tensor<37x23xf32> {
+      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<37x20xf32>, tensor<20x23xf32>) -> tensor<37x23xf32>
+      return %0 : tensor<37x23xf32>
+    }""", [(37, 20), (20, 23)]),
+    "gemm_rows_lhs_transposed": ("""func.func @main(%a: tensor<20x37xf32>, %b: tensor<20x23xf32>) -> tensor<37x23xf32> {
+      %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<20x37xf32>, tensor<20x23xf32>) -> tensor<37x23xf32>
+      return %0 : tensor<37x23xf32>
+    }""", [(20, 37), (20, 23)]),
+    "gemm_batches": ("""func.func @main(%a: tensor<5x17x20xf32>, %b: tensor<5x20x23xf32>) -> tensor<5x17x23xf32> {
+      %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<5x17x20xf32>, tensor<5x20x23xf32>) -> tensor<5x17x23xf32>
+      return %0 : tensor<5x17x23xf32>
+    }""", [(5, 17, 20), (5, 20, 23)]),
+    "conv_tiles": ("""func.func @main(%x: tensor<3x19x17x4xf32>, %w: tensor<3x3x4x6xf32>) -> tensor<3x19x17x6xf32> {
+      %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+           window = {stride = [1, 1], pad = [[1, 1], [1, 1]], rhs_dilate = [1, 1]}
+           {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<3x19x17x4xf32>, tensor<3x3x4x6xf32>) -> tensor<3x19x17x6xf32>
+      return %0 : tensor<3x19x17x6xf32>
+    }""", [(3, 19, 17, 4), (3, 3, 4, 6)]),
 }
 
 
@@ -48,6 +66,9 @@ def test_parallel_equals_serial_and_interpreter(name, monkeypatch):
     r = np.random.default_rng(5)
     args = [(r.integers(-1000, 1000, s).astype(np.int32) if "int" in name else r.standard_normal(s).astype(np.float32))
             for s in shapes]
+    if name == "conv_tiles":  # small tiles: many of them, a partial last one
+        from axle.backends.cpu import kernels_conv
+        monkeypatch.setattr(kernels_conv, "PATCH_BYTES", 36 * 4 * 50)
     par = _compile(text, 1, monkeypatch)
     assert ".par" in par._static.optimized_ir  # really split
     ser = _compile(text, 1 << 62, monkeypatch)

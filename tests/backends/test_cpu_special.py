@@ -595,3 +595,18 @@ def test_cholesky_matches_interpreter(ty, lower):
 }}"""
     got, want = both(text, x)
     assert_close(got[0], want[0], rtol=1e-6 if ty in ("f32", "complex<f32>") else 1e-13, atol=1e-12)
+
+
+def test_batch_norm_ops_are_expanded():
+    t, f = "tensor<4x3x5xf32>", "tensor<3xf32>"
+    text = f"""func.func @main(%x: {t}, %s: {f}, %o: {f}, %m: {f}, %v: {f}, %g: {t}) -> ({t}, {t}, {f}, {f}, {t}, {f}, {f}) {{
+  %r = "stablehlo.batch_norm_inference"(%x, %s, %o, %m, %v) {{epsilon = 1.0e-3 : f32, feature_index = 1 : i64}} : ({t}, {f}, {f}, {f}, {f}) -> {t}
+  %y, %bm, %bv = "stablehlo.batch_norm_training"(%x, %s, %o) {{epsilon = 1.0e-3 : f32, feature_index = 1 : i64}} : ({t}, {f}, {f}) -> ({t}, {f}, {f})
+  %gx, %gs, %go = "stablehlo.batch_norm_grad"(%x, %s, %m, %v, %g) {{epsilon = 1.0e-3 : f32, feature_index = 1 : i64}} : ({t}, {f}, {f}, {f}, {t}) -> ({t}, {f}, {f})
+  return %r, %y, %bm, %bv, %gx, %gs, %go : {t}, {t}, {f}, {f}, {t}, {f}, {f}
+}}"""
+    args = [RNG.normal(size=(4, 3, 5)), RNG.normal(size=3), RNG.normal(size=3), RNG.normal(size=3),
+            RNG.uniform(0.5, 2, 3), RNG.normal(size=(4, 3, 5))]
+    got, want = both(text, *[a.astype(np.float32) for a in args])
+    for g, w in zip(got, want):  # the expansion rounds in f32, the interpreter once from f64
+        assert_close(g, w, rtol=2e-5, atol=2e-5)

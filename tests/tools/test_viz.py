@@ -156,6 +156,8 @@ def test_html_has_every_kernel_with_ops_and_ir(tmp_path, transformer_text):
         if k.depth == 0:
             assert d["llvm"].startswith(f'define internal void @"k{k.index}.'), "its LLVM function"
             assert d["llvm"].rstrip().endswith("}")
+            defines = re.findall(r'^define [^@]*@"(k\d+)\.', d["llvm"], re.M)
+            assert defines and set(defines) == {f"k{k.index}"}, "its functions and no other kernel's"
         assert f'id="k{k.index}"' in svg
 
 

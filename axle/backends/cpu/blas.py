@@ -56,7 +56,32 @@ def available() -> dict:
             out[p] = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
     for p, addr in out.items():
         EXTERNAL_SYMBOLS[f"axle_blas_{p}gemm"] = addr
+    local = _openblas_thread_setter()
+    if local:
+        EXTERNAL_SYMBOLS["axle_blas_set_num_threads_local"] = local
     return out
+
+
+def _openblas_thread_setter() -> int:
+    """Address of OpenBLAS's `openblas_set_num_threads_local` in SciPy's BLAS, or 0.
+
+    Generated code calls it (with 1) before every gemm: GEMMs run in the calling thread
+    only, and large ones are split across the threads of axle's own pool (parallel.py).
+    Two thread pools on the same cores (OpenBLAS's workers keep spinning after a call)
+    slowed whole programs down several times; one pool does not. The setting is per
+    thread, so SciPy's BLAS elsewhere in the process keeps its own threads."""
+    import glob
+    import os
+
+    import scipy
+    libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
+    for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+            return ctypes.cast(lib.openblas_set_num_threads_local, ctypes.c_void_p).value or 0
+        except (OSError, AttributeError):
+            continue
+    return 0
 
 
 def gemm_shape(op: Operation) -> Optional[tuple]:
@@ -98,9 +123,10 @@ def _gemm_function(ctx, p: str):
 
 
 def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
-              out_offset=None, lhs_t: bool = False, rhs_t: bool = False) -> None:
+              out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None) -> None:
     """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional);
-    lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k])."""
+    lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` (an i64
+    value) computes only that many rows, starting at the offsets (a thread's share)."""
     em, b = ctx.em, ctx.b
     p8 = ir.IntType(8).as_pointer()
 
@@ -108,9 +134,15 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         s = em.alloca(t)
         b.store(value, s)
         return s
+
     def flag(t):
         return slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("T" if t else "N")))
+    if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
+        setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
+            ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
+        b.call(setter, [ir.Constant(I32, 1)])
     dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
+    rows = dims[m] if m_count is None else slot(I32, b.trunc(m_count, I32))
     alpha = b.bitcast(slot(S.reg_type(et), S.constant(et, 1)), p8)
     beta = b.bitcast(slot(S.reg_type(et), S.constant(et, 0)), p8)
 
@@ -118,26 +150,44 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         base = b.bitcast(base, p8)
         return base if off is None else b.gep(base, [off], inbounds=True)
     # column-major view: out^T[n, m] = op(rhs^T) @ op(lhs^T)
-    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), dims[n], dims[m], dims[k], alpha,
+    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), dims[n], rows, dims[k], alpha,
                                     at(rhs, rhs_offset), dims[k] if rhs_t else dims[n],
                                     at(lhs, lhs_offset), dims[m] if lhs_t else dims[k],
                                     beta, at(out, out_offset), dims[n]])
 
 
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
+    """One gemm per batch; large ones shared across threads by batch or by rows."""
     import numpy as np
+
+    from axle.backends.cpu.parallel import split_ranges
     batch, m, n, k, p, lhs_t, rhs_t = shape
-    em, b = ctx.em, ctx.b
+    em = ctx.em
     et = _ty(op.results[0]).element_type
     itemsize = np.dtype(et.dtype).itemsize
-    lhs, rhs, out = ctx.buffer(op.operands[0]), ctx.buffer(op.operands[1]), ctx.buffer(op.results[0])
+    i64 = ir.IntType(64)
 
-    def call(bi):
-        def off(elems):
-            return b.mul(bi, ir.Constant(ir.IntType(64), elems * itemsize))
-        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n), lhs_t, rhs_t)
-    if batch == 1:
-        call(ir.Constant(ir.IntType(64), 0))
+    def bufs():
+        return ctx.buffer(op.operands[0]), ctx.buffer(op.operands[1]), ctx.buffer(op.results[0])
+
+    def one(bi, lo=None, hi=None):
+        b = ctx.b
+        lhs, rhs, out = bufs()
+
+        def off(elems, extra=None):
+            o = b.mul(bi, ir.Constant(i64, elems * itemsize))
+            return o if extra is None else b.add(o, extra)
+        if lo is None:
+            call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n), lhs_t, rhs_t)
+            return
+        # rows [lo, hi): lhs rows start lo rows (or lo columns when stored transposed) in
+        lrow = b.mul(lo, ir.Constant(i64, (1 if lhs_t else k) * itemsize))
+        orow = b.mul(lo, ir.Constant(i64, n * itemsize))
+        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k, lrow), off(k * n), off(m * n, orow),
+                  lhs_t, rhs_t, m_count=b.sub(hi, lo))
+    work = batch * m * n * k // 8
+    if batch > 1:
+        split_ranges(ctx, batch, work, lambda lo, hi: em.for_range_dynamic(lo, hi, lambda bi: one(bi)))
     else:
-        em.loop_nest([batch], lambda idx: call(idx[0]))
+        split_ranges(ctx, m, work, lambda lo, hi: one(ir.Constant(i64, 0), lo, hi))
     ctx.mark_library(f"blas.{p}gemm")

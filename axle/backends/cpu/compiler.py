@@ -383,13 +383,35 @@ class Context:
                         want.add(id(v))
         last_read = _last_readers(block, want)
         by_id = {id(r): r for op in ops for r in op.results}
+        # in place: an elementwise kernel whose result is returned lets the producer of an
+        # operand it reads only at the same index (and last) write straight into the result
+        # buffer, and then overwrites it element by element (XLA's in-place elementwise
+        # buffer sharing; e.g. a weight update w - lr * dot(...) needs no temporary)
+        if level == 0:
+            for op in ops:
+                if op.results and id(op.results[0]) in targets and op.name not in KERNELS:
+                    v = _in_place_operand(op, want, block, last_read)
+                    if v is not None and id(v) not in targets and v not in ret.operands:
+                        targets[id(v)] = targets[id(op.results[0])]
         # ops without results (checks, effects) run for their effect
         emitted = [op for op in ops if any(id(r) in want for r in op.results)
                    or (not op.results and op.name in KERNELS)]
         for k, op in enumerate(emitted):
+            shared = None
+            if op.name not in KERNELS and op.results and id(op.results[0]) not in targets:
+                shared = _in_place_operand(op, want, block, last_read)
+                if shared is not None and id(shared) not in self._offsets:
+                    shared = None  # only a temporary of this block can be taken over
             for r in op.results:
-                if not self.has_buffer(r):
-                    self.em.buffers[id(r)] = targets.get(id(r)) or self.temp_ref(_ty(r), r)
+                if self.has_buffer(r):
+                    continue
+                if shared is not None:  # the result overwrites its operand's temporary
+                    self.em.buffers[id(r)] = dict.__getitem__(self.em.buffers, id(shared))
+                    off = self._offsets.pop(id(shared))
+                    self._offsets[id(r)] = off
+                    self.live[off] = (self.live[off][0], r)
+                    continue
+                self.em.buffers[id(r)] = targets.get(id(r)) or self.temp_ref(_ty(r), r)
             fused, inputs = _fusion_of(op, want, block)
             self.kernels.append(KernelInfo(len(self.kernels), op, fused, inputs, depth=level))
             timer = self.timer if level == 0 else None
@@ -448,6 +470,47 @@ def _fusion_of(op: Operation, want: set, block: Block) -> tuple[list, list]:
     return fused, inputs
 
 
+ELEMENTWISE_EXTRA = ("stablehlo.convert",)
+
+
+def _in_place_operand(op: Operation, want: set, block: Block, last_read: dict) -> Optional[Value]:
+    """A materialized operand whose buffer can hold the result of elementwise kernel `op`:
+    op is its last reader, reads it only at the index it writes (through elementwise ops of
+    the result's shape: no broadcast, transpose, slice...), and it has the result's shape
+    and element size. None if there is no such operand."""
+    from axle.backends.cpu.scalar_ops import RULES
+    if op.regions or len(op.results) != 1 or (op.name not in RULES and op.name not in ELEMENTWISE_EXTRA):
+        return None
+    rt = _ty(op.results[0])
+    size = np.dtype(rt.dtype).itemsize
+    same: dict[int, Value] = {}
+    other: set = set()
+    memo: dict = {}
+
+    def visit(o: Operation) -> None:
+        for x in o.operands:
+            owner = getattr(x, "owner", None)
+            xt = getattr(x, "type", None)
+            identical = isinstance(xt, TensorType) and xt.is_static and list(xt.shape) == list(rt.shape)
+            if id(x) in want:
+                if identical and np.dtype(xt.dtype).itemsize == size:
+                    same[id(x)] = x
+                else:
+                    other.add(id(x))
+            elif isinstance(owner, Operation) and owner.parent is block and owner.name != "stablehlo.constant":
+                if identical and not owner.regions and (owner.name in RULES or owner.name in ELEMENTWISE_EXTRA):
+                    visit(owner)
+                else:  # read through an index mapping: whatever it reads is read elsewhere
+                    other.update(_deps(x, want, block, memo))
+    visit(op)
+    dying = set(last_read.get(id(op), ()))
+    for vid, v in same.items():
+        owner = getattr(v, "owner", None)
+        if vid not in other and vid in dying and isinstance(owner, Operation) and owner.parent is block:
+            return v
+    return None
+
+
 def _deps(v: Value, want: set, block: Block, memo: dict) -> set:
     """The materialized values of `block` that computing v reads (through fused ops)."""
     if id(v) in memo:
@@ -503,6 +566,16 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
     split_loop(ctx, list(t.shape), outer_dim(t.shape), body, work)
 
 
+KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special')
+
+
+def load_kernels() -> None:
+    """Import the modules that register kernels and scalar rules (KERNELS, RULES)."""
+    import importlib
+    for m in KERNEL_MODULES:
+        importlib.import_module("axle.backends.cpu." + m)
+
+
 def compile_function(module: Module, entry: str = "main", profile: bool = False) -> Program:
     """Generate the program of `entry`. With `profile`, the code also reads a clock before and
     after each top-level kernel and keeps the times in the arena (profiling.py); without it,
@@ -513,21 +586,7 @@ def compile_function(module: Module, entry: str = "main", profile: bool = False)
 
 
 def _compile_function(module: Module, entry: str, profile: bool) -> Program:
-    import axle.backends.cpu.kernels  # noqa: F401  (registers the kernels)
-    import axle.backends.cpu.kernels_collective  # noqa: F401
-    import axle.backends.cpu.kernels_control  # noqa: F401
-    import axle.backends.cpu.kernels_indexing  # noqa: F401
-    import axle.backends.cpu.kernels_window  # noqa: F401
-    import axle.backends.cpu.kernels_conv  # noqa: F401
-    import axle.backends.cpu.kernels_linalg  # noqa: F401
-    import axle.backends.cpu.kernels_fft  # noqa: F401
-    import axle.backends.cpu.kernels_dynamic  # noqa: F401
-    import axle.backends.cpu.kernels_rng  # noqa: F401
-    import axle.backends.cpu.kernels_extra  # noqa: F401
-    import axle.backends.cpu.kernels_scan  # noqa: F401
-    import axle.backends.cpu.kernels_ragged  # noqa: F401
-    import axle.backends.cpu.kernels_cholesky  # noqa: F401
-    import axle.backends.cpu.scalar_special  # noqa: F401  (registers more scalar rules)
+    load_kernels()
     from axle.passes.lower_quant import prepare_for_cpu
     module = prepare_for_cpu(module)  # quantized types -> integer/float ops (in a copy)
     from axle.backends.cpu.prepare import prepare

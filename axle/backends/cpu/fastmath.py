@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from llvmlite import ir
 
-from axle.backends.cpu.scalar import F16, F32, I32
+from axle.backends.cpu.scalar import F16, F32, F64, I32, I64
 
 _H = float.fromhex
 _LOG2E = _H("0x1.715476p+0")
@@ -57,14 +57,29 @@ _ERF_C0_HI = _H("0x1.20dd76p+0")
 _ERF_C0_LO = _H("-0x1.f7ac92p-25")
 _ERF_SMALL = [_H(c) for c in ("-0x1.81271cp-2", "0x1.ce22f2p-4", "-0x1.b70850p-6", "0x1.4a3146p-8",
                               "-0x1.46b124p-11")]
-# log(erfc(t)) on 7/8 <= t <= 4: c0 + c1 t + ... + c6 t^6; the error of 1 - exp(poly)
+# log2(erfc(t)) on 7/8 <= t <= 4: c0 + c1 t + ... + c6 t^6; the error of 1 - 2^poly
 # relative to erf(t) is 1.9e-9 (2^-29.0)
-_ERF_LARGE = [_H(c) for c in ("-0x1.17e696p-13", "-0x1.20c074p+0", "-0x1.460250p-1", "-0x1.ab541ap-4",
-                              "0x1.6f56aep-6", "-0x1.9552c8p-9", "0x1.a58884p-13")]
+_ERF_LOG2 = [_H(c) for c in ("-0x1.93cfb6p-13", "-0x1.a094acp+0", "-0x1.d654e2p-1", "-0x1.3440b4p-3",
+                             "0x1.08faf2p-5", "-0x1.24625ep-8", "0x1.301602p-12")]
+# 2^f on |f| <= 1/2: 1 + c1 f + ... + c6 f^6, relative error 3.0e-9 (2^-28.3)
+_EXP2 = [_H(c) for c in ("0x1.62e430p-1", "0x1.ebfbdcp-3", "0x1.c6af7cp-5", "0x1.3b2de0p-7",
+                         "0x1.5f0834p-10", "0x1.416b64p-13")]
 # tanh(x) on |x| <= 0.55: x + x^3 (c0 + c1 s + ... + c4 s^4), s = x^2, relative error
 # 1.1e-9 (2^-29.7)
 _TANH = [_H(c) for c in ("-0x1.55554ap-2", "0x1.110ceep-3", "-0x1.b91e7ep-5", "0x1.58e518p-6",
                          "-0x1.9921a2p-8")]
+# pow's log2 and exp2, in f64 (see power):
+# log2(1 + f) on sqrt(1/2)-1 <= f <= sqrt(2)-1: f (c1 + c2 f + ... + c13 f^12), relative
+# error 1.6e-11 (2^-35.8)
+_LOG2_D = [_H(c) for c in (
+    "0x1.71547652a1e22p+0", "-0x1.715476565e3c9p-1", "0x1.ec709ebbda5d4p-2", "-0x1.715470964d470p-2",
+    "0x1.277651e18b3dep-2", "-0x1.ec72b5f1634a5p-3", "0x1.a63f4b8b0d2eap-3", "-0x1.7141700e52bd7p-3",
+    "0x1.4528b41ba292ep-3", "-0x1.252edef96c9aap-3", "0x1.2873d82e93a50p-3", "-0x1.248bfcf3f98bep-3",
+    "0x1.3ce8ee27fb5afp-4")]
+# 2^f on |f| <= 1/2: 1 + c1 f + ... + c7 f^7, relative error 4.7e-11 (2^-34.3)
+_EXP2_D = [_H(c) for c in (
+    "0x1.62e42ff0e1d2cp-1", "0x1.ebfbe0779a951p-3", "0x1.c6b08ac002aa9p-5", "0x1.3b29f3896492dp-7",
+    "0x1.5d8a8640b6488p-10", "0x1.445c95566893cp-13", "0x1.fde5e55df8b5ap-17")]
 _SQRT_HALF_BITS = 0x3F3504F3  # f32 sqrt(1/2): log's mantissa is reduced to [sqrt(1/2), sqrt(2))
 
 
@@ -96,6 +111,18 @@ class _Fn:
             acc = self.fma(x, acc, self.c(c))
         return acc
 
+    def dc(self, v: float):
+        return ir.Constant(F64, v)
+
+    def dfma(self, a, b, c):
+        return self.e.intrinsic("llvm.fma" if _host_has_fma() else "llvm.fmuladd", F64, [a, b, c])
+
+    def dhorner(self, x, coeffs):
+        acc = self.dc(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.dfma(x, acc, self.dc(c))
+        return acc
+
     def call(self, name, *args):
         return self.e.intrinsic(name, F32, list(args))
 
@@ -112,10 +139,10 @@ class _Fn:
         return self.b.fcmp_unordered("uno", a, a)
 
     def clamp(self, x, lo, hi):
-        """min(max(x, lo), hi), NaN -> hi (callers put NaN back at the end)."""
+        """min(max(x, lo), hi); a NaN stays NaN (one vminps/vmaxps each on x86)."""
         b = self.b
-        x = b.select(self.lt(x, self.c(hi)), x, self.c(hi))
-        return b.select(self.gt(x, self.c(lo)), x, self.c(lo))
+        x = b.select(self.gt(x, self.c(hi)), self.c(hi), x)
+        return b.select(self.lt(x, self.c(lo)), self.c(lo), x)
 
     def pow2(self, k):
         """2^k as f32 for an i32 k in [-126, 127]."""
@@ -143,7 +170,7 @@ def _exp_poly(f: _Fn, r):
 
 
 def _exp_full(f: _Fn, x):
-    """exp(x) for any non-NaN x: x is clamped to [-104, 89], where the results are 0 (below
+    """exp(x) for any x (NaN gives NaN): x is clamped to [-104, 89], where the results are 0 (below
     -103.97 exp rounds to 0) and inf (above 88.73); 2^k is applied as two factors
     2^(k>>1) 2^(k-(k>>1)), both normal, so that denormal results are rounded once and
     overflow gives inf."""
@@ -155,10 +182,9 @@ def _exp_full(f: _Fn, x):
 
 
 def exp(e, x):
-    """exp(x) = 2^k exp(r), x = k ln2 + r (_exp_full). Error < 0.9 ulp (0.5 ulp rounding,
-    Horner's inner steps, 2^-28 polynomial)."""
-    f = _Fn(e)
-    return f.b.select(f.isnan(x), x, _exp_full(f, x))
+    """exp(x) = 2^k exp(r), x = k ln2 + r (_exp_full; a NaN flows through as NaN). Error
+    < 0.9 ulp (0.5 ulp rounding, Horner's inner steps, 2^-28 polynomial)."""
+    return _exp_full(_Fn(e), x)
 
 
 def _exp_small(f: _Fn, x):
@@ -168,7 +194,7 @@ def _exp_small(f: _Fn, x):
 
 
 def _expm1_core(f: _Fn, x):
-    """expm1(x) for finite x in [-30, 89] (x = -0 gives +0): with x = k ln2 + r and
+    """expm1(x) for x in [-30, 89] or NaN (x = -0 gives +0): with x = k ln2 + r and
     q = expm1(r) = r + r^2 P(r), expm1(x) = 2^k q + (2^k - 1), computed as
     (2^k r + (2^k - 1)) + 2^k r^2 P(r) so that the large part is rounded once (2^k - 1 is
     exact for k <= 24; beyond, the -1 does not matter). k = 128 (x >= 88.38) uses 2^127 and
@@ -188,9 +214,8 @@ def expm1(e, x):
     to inf). Error <= 2 ulp (the 2^k r rounding near |x| ~ ln2/2, plus 0.5 ulp)."""
     f = _Fn(e)
     b = f.b
-    y = _expm1_core(f, f.clamp(x, -30.0, 89.0))
-    y = b.select(f.eq(x, f.c(0.0)), x, y)  # keeps -0
-    return b.select(f.isnan(x), x, y)
+    y = _expm1_core(f, f.clamp(x, -30.0, 89.0))  # NaN flows through
+    return b.select(f.eq(x, f.c(0.0)), x, y)  # keeps -0
 
 
 def logistic(e, x):
@@ -208,8 +233,7 @@ def logistic(e, x):
     c = b.fsub(t, b.fsub(d, f.c(1.0)))
     q = b.fdiv(b.select(neg, t, f.c(1.0)), d)
     inv_d = b.select(neg, b.fsub(f.c(1.0), q), q)
-    y = f.fma(b.fneg(b.fmul(q, c)), inv_d, q)
-    return b.select(f.isnan(x), x, y)
+    return f.fma(b.fneg(b.fmul(q, c)), inv_d, q)  # NaN flows through t
 
 
 def tanh(e, x):
@@ -226,9 +250,9 @@ def tanh(e, x):
     small = f.fma(b.fmul(ax, s), f.horner(s, _TANH), ax)
     a = b.select(f.lt(ax, f.c(9.1)), ax, f.c(9.1))
     z = b.fdiv(f.c(2.0), b.fadd(f.c(1.0), _exp_small(f, b.fadd(a, a))))
-    y = b.select(f.lt(ax, f.c(0.55)), small, b.fsub(f.c(1.0), z))
-    y = f.call("llvm.copysign", y, x)
-    return b.select(f.isnan(x), x, y)
+    # unordered compare: a NaN takes the polynomial, which returns it
+    y = b.select(b.fcmp_unordered("<", ax, f.c(0.55)), small, b.fsub(f.c(1.0), z))
+    return f.call("llvm.copysign", y, x)
 
 
 # ---------------------------------------------------------------- log family
@@ -301,8 +325,10 @@ def log1p(e, x):
 def erf(e, x):
     """erf(x): for |x| <= 7/8, x (2/sqrt(pi) + x^2 P(x^2)) with the constant term split in two
     (the product x * 2/sqrt(pi) would otherwise carry the constant's rounding); for larger
-    |x|, 1 - exp(Q(t)) with t = min(|x|, 4) and Q(t) ~ log(erfc(t)) (erf rounds to 1 above
-    3.92), sign copied from x. Both are computed and one selected. Error <= 2 ulp."""
+    |x|, 1 - 2^Q(t) with t = min(|x|, 4) and Q(t) ~ log2(erfc(t)) (erf rounds to 1 above
+    3.92): 2^Q = 2^k 2^f with k = rint(Q) and f = Q - k exact (no ln2 reduction needed).
+    The sign is copied from x. Both branches are computed and one selected. Error < 1.1 ulp
+    (2^-27 approximation; erfc <= 0.22 scales the error of 2^Q down)."""
     f = _Fn(e)
     b = f.b
     ax = f.call("llvm.fabs", x)
@@ -310,9 +336,75 @@ def erf(e, x):
     tail = f.fma(s, f.horner(s, _ERF_SMALL), f.c(_ERF_C0_LO))
     small = f.fma(ax, f.c(_ERF_C0_HI), b.fmul(ax, tail))
     t = b.select(f.lt(ax, f.c(4.0)), ax, f.c(4.0))
-    large = b.fsub(f.c(1.0), _exp_small(f, f.horner(t, _ERF_LARGE)))
-    y = f.call("llvm.copysign", b.select(f.lt(ax, f.c(0.875)), small, large), x)
-    return b.select(f.isnan(x), x, y)
+    q = f.horner(t, _ERF_LOG2)  # in [-26, -2.2]
+    shifted = b.fadd(q, f.c(_SHIFTER))  # rounds q to the integer k in its low bits
+    k = b.sub(b.bitcast(shifted, I32), f.i(_SHIFTER_BITS))
+    frac = b.fsub(q, b.fsub(shifted, f.c(_SHIFTER)))
+    two_q = b.fmul(f.fma(frac, f.horner(frac, _EXP2), f.c(1.0)), f.pow2(k))
+    large = b.fsub(f.c(1.0), two_q)
+    # unordered compare: a NaN takes the polynomial, which returns it
+    return f.call("llvm.copysign", b.select(b.fcmp_unordered("<", ax, f.c(0.875)), small, large), x)
+
+
+# ---------------------------------------------------------------- power
+
+
+def _log2_d(f: _Fn, ax):
+    """log2(ax) in f64 (about 2^-36 relative) for a finite positive f32 ax: ax = 2^k m with m in
+    [sqrt(1/2), sqrt(2)) split on the f32 bits (denormals scaled by 2^23 first), then
+    k + m' P(m'), m' = m - 1 exact in f64."""
+    b = f.b
+    den = f.lt(ax, f.c(_H("0x1p-126")))
+    axs = b.select(den, b.fmul(ax, f.c(_H("0x1p23"))), ax)
+    k, mbits = _split(f, b.bitcast(axs, I32))
+    k = b.sub(k, b.select(den, f.i(23), f.i(0)))
+    t = b.fsub(b.fpext(b.bitcast(mbits, F32), F64), f.dc(1.0))
+    return b.fadd(b.sitofp(k, F64), b.fmul(t, f.dhorner(t, _LOG2_D)))
+
+
+def _exp2_d(f: _Fn, z):
+    """2^z in f64 for any z (NaN gives NaN): z clamped to [-200, 200] (beyond the f32 range
+    either way), k = rint(z) from the 1.5 * 2^52 shifter, 2^(z - k) by the polynomial."""
+    b = f.b
+    z = b.select(b.fcmp_ordered(">", z, f.dc(200.0)), f.dc(200.0), z)
+    z = b.select(b.fcmp_ordered("<", z, f.dc(-200.0)), f.dc(-200.0), z)
+    shifter = _H("0x1.8p52")
+    shifted = b.fadd(z, f.dc(shifter))
+    frac = b.fsub(z, b.fsub(shifted, f.dc(shifter)))  # exact, |frac| <= 1/2
+    k = b.sub(b.bitcast(shifted, I64), ir.Constant(I64, 0x4338000000000000))
+    scale = b.bitcast(b.shl(b.add(k, ir.Constant(I64, 1023)), ir.Constant(I64, 52)), F64)
+    return b.fmul(f.dfma(frac, f.dhorner(frac, _EXP2_D), f.dc(1.0)), scale)
+
+
+def power(e, x, y):
+    """pow(x, y) = 2^(y log2|x|), both in f64 (log2 to 2^-36 relative, so y log2|x| is
+    within 2^-28 absolute wherever the result is a finite nonzero f32, and 2^z to 2^-34):
+    the f64 result is rounded once to f32, which also gives denormal results and overflow.
+    Error < 0.51 ulp. The C library's special cases follow from the core or are selected:
+      x = +-0 or +-inf: log2|x| is -inf or inf, so 2^(y log2|x|) is already 0 or inf (and
+      y = +-inf with |x| != 1 gives 0 or inf the same way);
+      x with the sign bit set (-0 and -inf included) and y an odd integer: negated;
+      finite x < 0 with y not an integer, and x NaN: NaN;
+      x = 1, y = +-0, and x = -1 with y = +-inf: 1 (even when the other operand is NaN)."""
+    f = _Fn(e)
+    b = f.b
+    ax = f.call("llvm.fabs", x)
+    lx = _log2_d(f, ax)
+    lx = b.select(f.eq(ax, f.c(0.0)), f.dc(float("-inf")), lx)
+    lx = b.select(f.eq(ax, f.c(float("inf"))), f.dc(float("inf")), lx)
+    r = b.fptrunc(_exp2_d(f, b.fmul(b.fpext(y, F64), lx)), F32)
+    fl = f.call("llvm.floor", y)
+    y_int = f.eq(fl, y)  # false for NaN, true for +-inf
+    half_fl = f.call("llvm.floor", b.fmul(y, f.c(0.5)))
+    y_odd = f.eq(b.fsub(y, b.fadd(half_fl, half_fl)), f.c(1.0))  # exact below 2^25; false above
+    neg = b.icmp_signed("<", b.bitcast(x, I32), f.i(0))  # sign bit: -0 and -inf too
+    r = b.select(b.and_(neg, y_odd), b.fneg(r), r)
+    finite_neg = b.and_(f.lt(x, f.c(0.0)), f.gt(x, f.c(float("-inf"))))
+    nan = b.or_(b.and_(finite_neg, b.not_(y_int)), f.isnan(x))
+    r = b.select(nan, f.c(float("nan")), r)
+    minus_one_inf = b.and_(f.eq(x, f.c(-1.0)), f.eq(f.call("llvm.fabs", y), f.c(float("inf"))))
+    one = b.or_(b.or_(f.eq(x, f.c(1.0)), f.eq(y, f.c(0.0))), minus_one_inf)
+    return b.select(one, f.c(1.0), r)
 
 
 # ---------------------------------------------------------------- dispatch
@@ -329,8 +421,8 @@ def applies(x) -> bool:
     return x.type in (F32, F16)
 
 
-def apply(e, fn, x):
-    """fn on an f32 or f16 register (f16 computes in f32, rounded once at the end)."""
-    if x.type == F16:
-        return e.b.fptrunc(fn(e, e.b.fpext(x, F32)), F16)
-    return fn(e, x)
+def apply(e, fn, *args):
+    """fn on f32 or f16 registers (f16 computes in f32, rounded once at the end)."""
+    if args[0].type == F16:
+        return e.b.fptrunc(fn(e, *[e.b.fpext(a, F32) for a in args]), F16)
+    return fn(e, *args)

@@ -160,14 +160,20 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
     out_sp = list(ot.shape[1:nsp + 1])
     itemsize = np.dtype(et.dtype).itemsize
     tile = max(1, min(rows, PATCH_BYTES // (kdim * itemsize)))
+    n_tiles = (rows + tile - 1) // tile
+    from axle.backends.cpu.parallel import max_threads, split_ranges
+    slots = min(max_threads(), n_tiles)  # one patch matrix per thread that can get tiles
     token = object()  # names the scratch buffer for the buffer report
-    patches = ctx.temp(TensorType((tile, kdim), et), token)
+    patches_ref = ctx.temp_ref(TensorType((slots, tile, kdim), et), token)
     zero = S.constant(et, 0)
-    lhs_buf = ctx.buffer(lhs)
 
-    def fill(row0, nrows: int):
-        def row_body(ridx):
-            r = b.add(row0, ridx[0])
+    def fill(patches, row0, nrows):
+        b = ctx.b
+        lhs_buf = ctx.buffer(lhs)
+
+        def row_body(ri):
+            b = ctx.b
+            r = b.add(row0, ri)
             # r -> (batch, output position...)
             pos = []
             rem = r
@@ -192,25 +198,25 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
                     lidx[isp[i]] = b.select(inside, q, em.const_i64(0))  # always a valid address
                 x = S.load(b, em.element_ptr(lhs_buf, lt.element_type, em.linear(lidx, lt.shape)), lt.element_type)
                 col = em.linear(list(ks) + [c], ksizes + [cin])
-                dst = em.element_ptr(patches, et, b.add(b.mul(ridx[0], em.const_i64(kdim)), col))
+                dst = em.element_ptr(patches, et, b.add(b.mul(ri, em.const_i64(kdim)), col))
                 S.store(b, b.select(ok, x, zero), dst, et)
             em.loop_nest(ksizes + [cin], col_body)
-        em.loop_nest([nrows], row_body)
+        em.for_range_dynamic(em.const_i64(0), nrows, row_body)
 
-    def gemm(row0, nrows: int):
-        blas.call_gemm(ctx, p, et, m=nrows, n=cout, k=kdim, lhs=patches, rhs=ctx.buffer(rhs),
-                       out=ctx.buffer(op.results[0]), out_offset=b.mul(row0, em.const_i64(cout * itemsize)))
+    def tiles(lo, hi, tid):
+        b = ctx.b
+        patches = b.gep(ctx.resolve(patches_ref), [b.mul(tid, em.const_i64(tile * kdim * itemsize))], inbounds=True)
 
-    full, last = divmod(rows, tile)
-    if full:
-        def tile_body(tidx):
-            row0 = b.mul(tidx[0], em.const_i64(tile))
-            fill(row0, tile)
-            gemm(row0, tile)
-        em.loop_nest([full], tile_body)
-    if last:
-        row0 = em.const_i64(full * tile)
-        fill(row0, last)
-        gemm(row0, last)
+        def one_tile(t):
+            b = ctx.b
+            row0 = b.mul(t, em.const_i64(tile))
+            left = b.sub(em.const_i64(rows), row0)
+            nrows = b.select(b.icmp_unsigned("<", left, em.const_i64(tile)), left, em.const_i64(tile))
+            fill(patches, row0, nrows)
+            blas.call_gemm(ctx, p, et, m=tile, n=cout, k=kdim, lhs=patches, rhs=ctx.buffer(rhs),
+                           out=ctx.buffer(op.results[0]), out_offset=b.mul(row0, em.const_i64(cout * itemsize)),
+                           m_count=nrows)
+        em.for_range_dynamic(lo, hi, one_tile)
+    split_ranges(ctx, n_tiles, rows * kdim * cout // 8, tiles, max_threads=slots)
     ctx.release(token)
     ctx.mark_library(f"blas.{p}gemm")

@@ -80,6 +80,11 @@ def enabled() -> bool:
     return bool(flag("cpu_parallel")) and available()
 
 
+def max_threads() -> int:
+    """Upper bound on the threads a kernel with per-thread scratch space uses."""
+    return max(1, min(os.cpu_count() or 1, 16))
+
+
 def outer_dim(shape) -> int:
     """The dimension to share: the first one longer than 1."""
     for d, n in enumerate(shape):
@@ -107,12 +112,17 @@ def split_loop(ctx, shape: list, dim: int, body, work_per_element: int = 1) -> N
                  lambda lo, hi: ctx.em.loop_nest_range(list(shape), dim, lo, hi, body))
 
 
-def split_ranges(ctx, n: int, work: int, emit) -> None:
+def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0) -> None:
     """emit(lo, hi) emits the loops for indices [lo, hi) of a dimension of extent n. Runs
-    once over [0, n) serially, or in each thread over its share when `work` is large."""
+    once over [0, n) serially, or in each thread over its share when `work` is large.
+    With `max_threads`, at most that many threads get work and emit(lo, hi, tid) also
+    receives the thread's number (below max_threads: an index into per-thread scratch)."""
     em = ctx.em
     if not ctx.in_kernel_function or work < PARALLEL_MIN_WORK or n < 2 or not enabled():
-        emit(em.const_i64(0), em.const_i64(n))
+        if max_threads:
+            emit(em.const_i64(0), em.const_i64(n), em.const_i64(0))
+        else:
+            emit(em.const_i64(0), em.const_i64(n))
         return
     p8 = I8.as_pointer()
     outer = ctx.b
@@ -125,12 +135,18 @@ def split_ranges(ctx, n: int, work: int, emit) -> None:
         tid = b.zext(b.call(_declare(ctx.mod, "axle_omp_get_thread_num", ir.FunctionType(I32, [])), []), I64)
         nt = b.zext(b.call(_declare(ctx.mod, "axle_omp_get_num_threads", ir.FunctionType(I32, [])), []), I64)
         total = em.const_i64(n)
+        if max_threads:
+            cap = em.const_i64(max_threads)
+            nt = b.select(b.icmp_unsigned("<", nt, cap), nt, cap)
         chunk = b.udiv(b.add(total, b.sub(nt, em.const_i64(1))), nt)
-        lo = b.mul(tid, chunk)
+        lo = b.mul(tid, chunk)  # threads numbered nt and above get an empty range
         hi = b.add(lo, chunk)
         lo = b.select(b.icmp_unsigned("<", lo, total), lo, total)
         hi = b.select(b.icmp_unsigned("<", hi, total), hi, total)
-        emit(lo, hi)
+        if max_threads:
+            emit(lo, hi, b.select(b.icmp_unsigned("<", tid, cap), tid, em.const_i64(0)))
+        else:
+            emit(lo, hi)
     fnty = ir.FunctionType(ir.VoidType(), [p8])
     runner_ty = ir.FunctionType(ir.VoidType(), [fnty.as_pointer(), p8, I32, I32]).as_pointer()
     var = ctx.mod.globals.get("axle_parallel_runner")

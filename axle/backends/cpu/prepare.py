@@ -9,7 +9,11 @@ kernel:
 * `get_tuple_element` of a `tuple` is the tuple's operand (tuples left without users go);
 * `optimization_barrier` is its operands (it only constrains optimizations that move
   computations across it; the code generated here is in program order anyway);
-* `after_all` whose token reaches nothing but other `after_all` ops (or nothing) goes;
+* `after_all` / `create_token` whose token reaches nothing but other token makers (or
+  nothing) goes;
+* `batch_norm_inference` / `_training` / `_grad` become the elementwise ops, broadcasts and
+  reductions of the spec's formulas (the expand-batch-norm patterns, passes/expanders.py;
+  rounding in the element type may differ from the interpreter's f64 by a few ulps);
 * the token-threaded effects (`infeed`, `outfeed`, `send`, `recv`) become `cpu.host_effect`
   ops without token operands and results (tokens.py), so tokens need no buffers.
 
@@ -27,8 +31,12 @@ P = Patterns("cpu-prepare", erase_replaced=("stablehlo.optimization_barrier",) +
 _SHAPE_OPS = ("stablehlo.get_dimension_size", "stablehlo.dynamic_iota", "stablehlo.dynamic_broadcast_in_dim",
               "stablehlo.dynamic_reshape", "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice",
               "stablehlo.dynamic_gather", "stablehlo.dynamic_conv")
-OPS = _SHAPE_OPS + EFFECTS + ("stablehlo.get_tuple_element", "stablehlo.optimization_barrier",
-                              "stablehlo.after_all")
+BATCH_NORM_OPS = ("stablehlo.batch_norm_inference", "stablehlo.batch_norm_training", "stablehlo.batch_norm_grad")
+OPS = _SHAPE_OPS + EFFECTS + BATCH_NORM_OPS + ("stablehlo.get_tuple_element", "stablehlo.optimization_barrier",
+                              "stablehlo.after_all", "stablehlo.create_token")
+# ops that never reach code generation once prepared (the status matrix counts them as compiled)
+HANDLED = EFFECTS + BATCH_NORM_OPS + ("stablehlo.get_dimension_size", "stablehlo.get_tuple_element", "stablehlo.tuple",
+                     "stablehlo.optimization_barrier", "stablehlo.after_all", "stablehlo.create_token")
 
 
 @P.on("stablehlo.get_tuple_element")
@@ -50,7 +58,7 @@ def _effect(op: Operation, b):
 
 
 def _drop_dead(module: Module) -> bool:
-    """Remove tuples without users and after_all ops whose tokens nothing else reads."""
+    """Remove tuples without users and token makers whose tokens nothing else reads."""
     changed_any = False
     while True:
         uses = use_counts(module)
@@ -58,7 +66,7 @@ def _drop_dead(module: Module) -> bool:
         for block in walk_blocks(module):
             keep = []
             for op in block.operations:
-                if op.name in ("stablehlo.after_all", "stablehlo.tuple") and \
+                if op.name in ("stablehlo.after_all", "stablehlo.create_token", "stablehlo.tuple") and \
                         all(uses.get(id(r), 0) == 0 for r in op.results):
                     changed = True
                     continue
@@ -76,6 +84,9 @@ def prepare(module: Module) -> Module:
     from axle.passes.lower_quant import clone_module
     from axle.passes.refine_shapes import PATTERNS as SHAPES, refine_types
     module = clone_module(module)
+    if any(op.name in BATCH_NORM_OPS for op in module.walk()):
+        from axle.passes.expanders import BATCH_NORM
+        apply_patterns(module, BATCH_NORM)
     for _ in range(10):
         changed = apply_patterns(module, P)
         changed |= apply_patterns(module, SHAPES)

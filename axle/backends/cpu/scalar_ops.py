@@ -196,6 +196,8 @@ def _atan2(e, et, a, op):
 @rule("power")
 def _pow(e, et, a, op):
     if _is_float(et):
+        if fastmath.applies(a[0]):  # f32/f16/bf16: vectorizable code
+            return fastmath.apply(e, fastmath.power, *a)
         return e.intrinsic("llvm.pow", a[0].type, a)
     if et.is_bool:
         raise Unsupported("stablehlo.power on i1")

@@ -1,0 +1,68 @@
+"""Buffer assignment: results written in place where that is safe, and only there."""
+import numpy as np
+
+import axle
+
+UPDATE = """
+func.func @main(%w: tensor<64x48xf32>, %x: tensor<32x64xf32>, %g: tensor<32x48xf32>) -> tensor<64x48xf32> {
+  %d = stablehlo.dot_general %x, %g, contracting_dims = [0] x [0] : (tensor<32x64xf32>, tensor<32x48xf32>) -> tensor<64x48xf32>
+  %lr = stablehlo.constant dense<0.01> : tensor<64x48xf32>
+  %s = stablehlo.multiply %lr, %d : tensor<64x48xf32>
+  %r = stablehlo.subtract %w, %s : tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}
+"""
+
+# %t is read transposed by its reader: computing in place would overwrite elements still to be read
+TRANSPOSED = """
+func.func @main(%x: tensor<40x40xf32>, %y: tensor<40x40xf32>) -> tensor<40x40xf32> {
+  %t = stablehlo.dot_general %x, %y, contracting_dims = [1] x [0] : (tensor<40x40xf32>, tensor<40x40xf32>) -> tensor<40x40xf32>
+  %tt = stablehlo.transpose %t, dims = [1, 0] : (tensor<40x40xf32>) -> tensor<40x40xf32>
+  %r = stablehlo.add %t, %tt : tensor<40x40xf32>
+  return %r : tensor<40x40xf32>
+}
+"""
+
+CHAIN = """
+func.func @main(%x: tensor<50x60xf32>, %y: tensor<60x70xf32>, %b: tensor<70xf32>) -> tensor<50xf32> {
+  %d = stablehlo.dot_general %x, %y, contracting_dims = [1] x [0] : (tensor<50x60xf32>, tensor<60x70xf32>) -> tensor<50x70xf32>
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<70xf32>) -> tensor<50x70xf32>
+  %e = stablehlo.add %d, %bb : tensor<50x70xf32>
+  %f = stablehlo.tanh %e : tensor<50x70xf32>
+  %g = stablehlo.multiply %f, %e : tensor<50x70xf32>
+  %h = stablehlo.exponential %g : tensor<50x70xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%h init: %z) applies stablehlo.add across dimensions = [1] : (tensor<50x70xf32>, tensor<f32>) -> tensor<50xf32>
+  %s2 = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [1] : (tensor<50x70xf32>, tensor<f32>) -> tensor<50xf32>
+  %r = stablehlo.add %s, %s2 : tensor<50xf32>
+  return %r : tensor<50xf32>
+}
+"""
+
+
+def _rand(*shapes):
+    r = np.random.default_rng(6)
+    return [r.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+def test_weight_update_needs_no_temporary():
+    args = _rand((64, 48), (32, 64), (32, 48))
+    exe = axle.compile(UPDATE)
+    assert exe.program.arena_bytes == 0  # the dot writes into the result, the update runs in place
+    np.testing.assert_allclose(exe(*args), axle.interpret(UPDATE, *args), rtol=1e-5, atol=1e-6)
+
+
+def test_no_in_place_when_read_at_other_indices():
+    args = _rand((40, 40), (40, 40))
+    exe = axle.compile(TRANSPOSED)
+    assert exe.program.arena_bytes > 0  # %t needs its own buffer
+    np.testing.assert_allclose(exe(*args), axle.interpret(TRANSPOSED, *args), rtol=1e-5, atol=1e-5)
+
+
+def test_temporaries_are_taken_over_by_elementwise_readers():
+    args = _rand((50, 60), (60, 70), (70,))
+    exe = axle.compile(CHAIN)
+    np.testing.assert_allclose(exe(*args), axle.interpret(CHAIN, *args), rtol=1e-4, atol=1e-4)
+    # every temporary is one [50, 70] f32 buffer: the chain shares them instead of adding up
+    one = 50 * 70 * 4
+    assert exe.program.arena_bytes <= 2 * ((one + 63) // 64 * 64)

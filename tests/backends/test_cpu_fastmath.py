@@ -1,0 +1,156 @@
+"""The CPU backend's vectorizable f32 transcendentals (backends/cpu/fastmath.py), compiled
+through the real backend and checked against float64 references rounded to the result type:
+ulp distance over sweeps of the whole f32 range and dense sweeps where the approximations
+switch, exact results for special values, every f16/bf16 value, and vectorized loops."""
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+import scipy.special as sp
+
+import axle
+
+N = 1 << 21
+
+# op -> (float64 reference, max ulp distance from the f32-rounded reference, dense range)
+FUNCS = {
+    "stablehlo.exponential": (np.exp, 1, (-105.0, 90.0)),
+    "stablehlo.exponential_minus_one": (np.expm1, 2, (-20.0, 90.0)),
+    "stablehlo.log": (np.log, 2, (0.0, 4.0)),
+    "stablehlo.log_plus_one": (np.log1p, 2, (-1.0, 4.0)),
+    "stablehlo.tanh": (np.tanh, 2, (-10.0, 10.0)),
+    "stablehlo.logistic": (sp.expit, 2, (-105.0, 30.0)),
+    "chlo.erf": (sp.erf, 2, (-4.5, 4.5)),
+}
+
+F32 = np.finfo(np.float32)
+SPECIALS = np.array([
+    0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0,
+    F32.tiny, -F32.tiny, F32.smallest_subnormal, -F32.smallest_subnormal, 3 * F32.smallest_subnormal,
+    F32.tiny / 3, -F32.tiny / 3, F32.max, -F32.max, F32.eps, -F32.eps, 1e-30, -1e-30, 1e-8, -1e-8,
+    # exp / expm1 / logistic: overflow, the last normal and the last denormal results
+    88.72283, 88.72284, 88.7, 89.0, -87.33654, -87.33655, -103.27893, -103.972, -103.973, -104.0,
+    -17.33, -17.34, 0.3465736, -0.3465736, 0.35, -0.35,
+    # log / log1p: the reduction's boundaries, -1 and below
+    0.70710677, 0.7071068, 1.4142135, 1.4142137, -0.9999999, -1.0000001, -0.29289323, 0.41421357,
+    16777216.0, 33554432.0, 1e30,
+    # tanh / erf: where the approximations switch and where they saturate
+    0.55, -0.55, 0.5499999, 0.875, -0.875, 0.87499994, 3.92, 3.9192059, 4.0, 9.01, 9.1, 10.0, 20.0,
+], dtype=np.float32)
+
+
+def _text(op, n, ty="f32"):
+    t = f"tensor<{n}x{ty}>"
+    return f"func.func @main(%x: {t}) -> {t} {{ %0 = {op} %x : {t} return %0 : {t} }}"
+
+
+def _points(lo, hi):
+    """N inputs: strided bit patterns over the whole f32 range (both signs, denormals, inf,
+    NaN), a dense sweep of [lo, hi], and the special values."""
+    k = N // 2
+    strided = (np.arange(k, dtype=np.uint64) * ((1 << 32) // k + 1) % (1 << 32)).astype(np.uint32).view(np.float32)
+    dense = np.linspace(lo, hi, N - k - SPECIALS.size, dtype=np.float32)
+    return np.concatenate([strided, dense, SPECIALS])
+
+
+def _ordered(a):
+    """f32 -> integers in the order of the values (so ulp distance is a difference)."""
+    i = a.view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+
+def _ulp_distance(got, want):
+    same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
+    d = np.abs(_ordered(got) - _ordered(want))
+    # non-finite expected values and zeros (signed) must be matched exactly
+    exact = ~np.isfinite(want) | ~np.isfinite(got) | (want == 0) | (got == 0)
+    return np.where(same, 0, np.where(exact, np.iinfo(np.int64).max, d))
+
+
+@pytest.mark.parametrize("op", list(FUNCS))
+def test_f32_ulp_error(op):
+    ref, max_ulp, (lo, hi) = FUNCS[op]
+    x = _points(lo, hi)
+    got = axle.compile(_text(op, x.size), backend="cpu")(x)
+    with np.errstate(all="ignore"):
+        want = ref(x.astype(np.float64)).astype(np.float32)
+    d = _ulp_distance(got, want)
+    i = int(np.argmax(d))
+    assert d[i] <= max_ulp, f"{op}({x[i]!r}) = {got[i]!r}, want {want[i]!r} ({d[i]} ulp)"
+
+
+@pytest.mark.parametrize("op", list(FUNCS))
+def test_special_values_exactly(op):
+    ref = FUNCS[op][0]
+    got = axle.compile(_text(op, SPECIALS.size), backend="cpu")(SPECIALS)
+    with np.errstate(all="ignore"):
+        want = ref(SPECIALS.astype(np.float64)).astype(np.float32)
+    nan = np.isnan(want)
+    assert np.isnan(got[nan]).all()
+    for g, w, x in zip(got[~nan], want[~nan], SPECIALS[~nan]):
+        if w == 0 or not np.isfinite(w):  # +-0, +-inf: bit-exact
+            assert g == w and np.signbit(g) == np.signbit(w), f"{op}({x!r}) = {g!r}, want {w!r}"
+
+
+@pytest.mark.parametrize("ty,dtype", [("f16", np.float16), ("bf16", ml_dtypes.bfloat16)])
+@pytest.mark.parametrize("op", list(FUNCS))
+def test_every_half_precision_value(op, ty, dtype):
+    """f16 and bf16 compute in f32 and round once: within 1 ulp of the narrow type."""
+    ref = FUNCS[op][0]
+    x = np.arange(1 << 16, dtype=np.uint16).view(dtype)
+    got = axle.compile(_text(op, x.size, ty), backend="cpu")(x)
+    with np.errstate(all="ignore"):
+        want = ref(x.astype(np.float64)).astype(dtype)
+    g, w = got.astype(np.float32), want.astype(np.float32)
+    same = (g == w) & (np.signbit(g) == np.signbit(w)) | (np.isnan(g) & np.isnan(w))
+    bits = lambda a: np.where(a.view(np.int16) < 0, -(a.view(np.uint16).astype(np.int64) & 0x7FFF),
+                              a.view(np.uint16).astype(np.int64))
+    close = np.isfinite(w) & np.isfinite(g) & (np.abs(bits(got) - bits(want)) <= 1) & (g != 0) & (w != 0)
+    bad = ~(same | close)
+    assert not bad.any(), f"{op} {ty}: {x[bad][:5]} -> {got[bad][:5]}, want {want[bad][:5]}"
+
+
+@pytest.mark.parametrize("op", list(FUNCS))
+def test_loop_is_vectorized_without_libm_calls(op):
+    n = 4096
+    exe = axle.compile(_text(op, n), backend="cpu")
+    exe(np.linspace(-3, 3, n, dtype=np.float32))
+    ir = exe._native(((n,),)).optimized_ir
+    assert re.search(r"<(4|8|16) x float>", ir), "the loop did not vectorize"
+    called = set(re.findall(r"call [^@]*@([\w.$]+)", ir))
+    libm = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "llvm.exp.f32", "llvm.log.f32"}
+    assert not called & libm, f"calls {called & libm}"
+
+
+def test_fused_chain_vectorizes_and_matches():
+    """A GELU-like chain (erf, tanh, logistic, exp, log1p fused in one loop)."""
+    n = 1 << 16
+    t = f"tensor<{n}xf32>"
+    text = f"""func.func @main(%x: {t}) -> {t} {{
+  %a = chlo.erf %x : {t} -> {t}
+  %b = stablehlo.tanh %x : {t}
+  %c = stablehlo.logistic %x : {t}
+  %d = stablehlo.exponential %x : {t}
+  %e = stablehlo.log_plus_one %d : {t}
+  %s1 = stablehlo.add %a, %b : {t}
+  %s2 = stablehlo.multiply %s1, %c : {t}
+  %s3 = stablehlo.subtract %s2, %e : {t}
+  return %s3 : {t}
+}}"""
+    x = np.linspace(-8, 8, n, dtype=np.float32)
+    exe = axle.compile(text, backend="cpu")
+    got = exe(x)
+    x64 = x.astype(np.float64)
+    want = (sp.erf(x64) + np.tanh(x64)) * sp.expit(x64) - np.log1p(np.exp(x64))
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+    ir = exe._native(((n,),)).optimized_ir
+    assert re.search(r"<(4|8|16) x float>", ir)
+
+
+@pytest.mark.parametrize("op", ["stablehlo.exponential", "stablehlo.log_plus_one", "stablehlo.tanh"])
+def test_f64_keeps_libm_accuracy(op):
+    ref = FUNCS[op][0]
+    x = np.linspace(-0.99, 30, 10001)
+    got = axle.compile(_text(op, x.size, "f64"), backend="cpu")(x)
+    np.testing.assert_allclose(got, ref(x), rtol=4e-16, atol=0)
