@@ -255,7 +255,8 @@ def machine() -> str:
     except OSError:
         pass
     import axle
-    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, numpy {np.__version__}, "
+    flags = os.environ.get("AXLE_FLAGS", "") or "none"
+    return (f"{cpu}, {os.cpu_count()} cores; AXLE_FLAGS {flags}; Python {platform.python_version()}, numpy {np.__version__}, "
             f"jax/jaxlib {jax.__version__}, llvmlite {llvmlite.__version__}, axle {axle.__version__}")
 
 

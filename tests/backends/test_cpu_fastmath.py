@@ -154,3 +154,67 @@ def test_f64_keeps_libm_accuracy(op):
     x = np.linspace(-0.99, 30, 10001)
     got = axle.compile(_text(op, x.size, "f64"), backend="cpu")(x)
     np.testing.assert_allclose(got, ref(x), rtol=4e-16, atol=0)
+
+
+def _pow_text(n, ty="f32"):
+    t = f"tensor<{n}x{ty}>"
+    return f"func.func @main(%x: {t}, %y: {t}) -> {t} {{ %0 = stablehlo.power %x, %y : {t} return %0 : {t} }}"
+
+
+def test_power_f32_ulp_error():
+    """pow computes log2 and exp2 in f64: within 1 ulp over random bit patterns, results
+    across the whole range (denormals and overflow included), x near 1 with large y, and
+    negative x with integer y."""
+    rng = np.random.default_rng(7)
+    k = N // 4
+    bits = lambda: rng.integers(0, 1 << 32, k, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x1 = rng.uniform(0, 100, k).astype(np.float32)
+    y1 = (rng.uniform(-160, 160, k) / np.maximum(np.abs(np.log2(x1.astype(np.float64))), 1e-3)).astype(np.float32)
+    x2 = (1 + rng.uniform(-1e-3, 1e-3, k)).astype(np.float32)
+    y2 = rng.uniform(-1e5, 1e5, k).astype(np.float32)
+    x3 = rng.uniform(-10, 10, k).astype(np.float32)
+    y3 = rng.integers(-40, 40, k).astype(np.float32)
+    x = np.concatenate([bits(), x1, x2, x3])
+    y = np.concatenate([bits(), y1, y2, y3])
+    got = axle.compile(_pow_text(x.size), backend="cpu")(x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+    d = _ulp_distance(got, want)
+    i = int(np.argmax(d))
+    assert d[i] <= 1, f"pow({x[i]!r}, {y[i]!r}) = {got[i]!r}, want {want[i]!r} ({d[i]} ulp)"
+
+
+def test_power_special_values_like_the_c_library():
+    sp_ = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0,
+                    F32.smallest_subnormal, -F32.smallest_subnormal, F32.max, 0.3, -7.5, 2.0**25, -(2.0**25) - 2],
+                   dtype=np.float32)
+    x, y = (a.ravel() for a in np.meshgrid(sp_, sp_))
+    got = axle.compile(_pow_text(x.size), backend="cpu")(x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    assert (_ulp_distance(got, want) <= 1).all(), [(a, b, g, w) for a, b, g, w in zip(x, y, got, want)
+                                                   if _ulp_distance(np.array([g]), np.array([w]))[0] > 1]
+
+
+@pytest.mark.parametrize("ty,dtype", [("f16", np.float16), ("bf16", ml_dtypes.bfloat16)])
+def test_power_half_precision(ty, dtype):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 1 << 16, 1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    y = rng.uniform(-6, 6, 1 << 16).astype(dtype)
+    got = axle.compile(_pow_text(x.size, ty), backend="cpu")(x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
+    g, w = got.astype(np.float32), want.astype(np.float32)
+    same = (g == w) | (np.isnan(g) & np.isnan(w))
+    with np.errstate(all="ignore"):  # one ulp of the narrow type
+        close = np.isfinite(w) & (np.abs(g - w) <= np.abs(w) * 2.0 ** -(10 if ty == "f16" else 7))
+    assert (same | close).all()
+
+
+def test_power_loop_is_vectorized():
+    n = 4096
+    exe = axle.compile(_pow_text(n), backend="cpu")
+    exe(np.ones(n, np.float32), np.ones(n, np.float32))
+    ir = exe._native(((n,), (n,))).optimized_ir
+    assert re.search(r"<(4|8|16) x (float|double)>", ir)
+    assert not set(re.findall(r"call [^@]*@([\w.$]+)", ir)) & {"powf", "llvm.pow.f32", "pow"}

@@ -53,6 +53,7 @@ PROGRAMS = {
 
 def _compile(text, min_work, monkeypatch):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", min_work)
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=true")  # off by default
     with disk_cache.disabled():
         cpu_exe.clear_memory_cache()
         exe = axle.compile(text)

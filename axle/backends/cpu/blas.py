@@ -138,6 +138,7 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
     def flag(t):
         return slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("T" if t else "N")))
     if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
+        # each call runs in its calling thread only; axle's own threads split large ones
         setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
             ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
         b.call(setter, [ir.Constant(I32, 1)])

@@ -11,7 +11,11 @@ count: every output element is computed by one thread in the same order as seria
 Thread count: libgomp's default (OMP_NUM_THREADS, else one per core). If libgomp cannot
 be loaded the code is simply serial. The runtime's symbols are bound by the JIT at link
 time (llvm_env.EXTERNAL_SYMBOLS), so object code in the disk cache stays valid.
-`AXLE_FLAGS=--cpu_parallel=false` turns splitting off (e.g. to compare).
+Off by default (`AXLE_FLAGS=--cpu_parallel=true` turns it on): on the 2-core development
+machine, shared with other work, a split kernel waits for its slowest thread and whole
+programs ran 1.5-3x slower than serial code; on a quiet machine with more cores the split
+pays. GEMMs always run single-threaded per call (blas.py), so that BLAS's own thread pool
+never competes with anything.
 """
 from __future__ import annotations
 

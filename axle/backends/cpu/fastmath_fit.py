@@ -1,0 +1,145 @@
+"""Regenerates the coefficient tables of fastmath.py (a development tool, never imported by
+the compiler): `python -m axle.backends.cpu.fastmath_fit` prints each table with its
+error bound; `--check` compares them with fastmath.py's.
+
+Method: minimax on a dense grid (Chebyshev nodes plus a uniform grid) by linear
+programming (scipy's HiGHS), min t subject to |w(x) (p(x) - g(x))| <= t, in 80-bit
+precision with the residual re-solved (the LP's tolerances are absolute, so each round
+solves for the scaled residual of the last). f32 tables are then rounded one coefficient
+at a time, lowest degree first, refitting the others each time (the low-degree terms
+matter most). The errors printed are those of the rounded tables.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+L = np.longdouble
+
+
+def _lp(A, rhs):
+    from scipy.optimize import linprog
+    n = A.shape[1]
+    ones = np.ones((A.shape[0], 1))
+    cost = np.zeros(n + 1)
+    cost[-1] = 1
+    res = linprog(cost, A_ub=np.block([[A, -ones], [-A, -ones]]), b_ub=np.concatenate([rhs, -rhs]),
+                  bounds=[(None, None)] * n + [(0, None)], method="highs")
+    if res.status != 0:
+        raise RuntimeError(res.message)
+    return res.x[:n]
+
+
+def fit(xs, g, w, powers, fixed=None):
+    """Coefficients {power: c} minimizing max |w (sum c_p x^p - g)| with `fixed` ones given."""
+    fixed = dict(fixed or {})
+    free = [p for p in powers if p not in fixed]
+    s = float(np.max(np.abs(xs)))
+    A = np.stack([w * (xs / s) ** p for p in free], axis=1)
+    rhs = w * (g - sum((L(c) * xs ** p for p, c in fixed.items()), L(0) * xs))
+    d = np.zeros(len(free), dtype=L)
+    for _ in range(4):
+        r = rhs - A @ d
+        scale = np.max(np.abs(r))
+        if scale == 0:
+            break
+        d = d + _lp(A.astype(np.float64), (r / scale).astype(np.float64)).astype(L) * scale
+    out = dict(fixed)
+    out.update({p: d[i] / L(s) ** p for i, p in enumerate(free)})
+    return out
+
+
+def error(xs, g, w, coeffs) -> float:
+    v = sum((L(c) * xs ** p for p, c in coeffs.items()), L(0) * xs)
+    return float(np.max(np.abs(w * (v - g))))
+
+
+def fit_f32(xs, g, w, powers, fixed=None):
+    """fit, then round to f32 lowest degree first, refitting the rest each time."""
+    fixed = dict(fixed or {})
+    c = fit(xs, g, w, powers, fixed)
+    for p in [q for q in powers if q not in fixed]:
+        fixed[p] = float(np.float32(c[p]))
+        c = fit(xs, g, w, powers, fixed) if len(fixed) < len(powers) else dict(fixed)
+    return c
+
+
+def grid(a, b, n=4000):
+    k = np.arange(n, dtype=L)
+    a, b = L(a), L(b)
+    cheb = (a + b) / 2 + (b - a) / 2 * np.cos(np.pi * (k + L(0.5)) / n)
+    return np.sort(np.concatenate([cheb, np.linspace(a, b, n, dtype=L)]))
+
+
+def tables() -> dict:
+    """name -> (coefficients in fastmath's order, error bound)."""
+    from scipy.special import erf, erfc
+    ln2 = np.log(L(2))
+    out = {}
+
+    def put(name, c, xs, g, w, skip=()):
+        out[name] = ([float(c[p]) for p in sorted(c) if p not in skip], error(xs, g, w, c))
+
+    h = ln2 / 2 * L(1.0001)  # |r| <= ln2/2, plus the rounding of k
+    xs = grid(-h, h)
+    g = np.exp(xs)
+    put("_EXP", fit_f32(xs, g, 1 / g, range(7), {0: 1.0, 1: 1.0}), xs, g, 1 / g, skip=(0, 1))
+    xs = xs[xs != 0]
+    g = np.expm1(xs)
+    put("_EXPM1", fit_f32(xs, g, 1 / np.abs(g), range(1, 8), {1: 1.0}), xs, g, 1 / np.abs(g), skip=(1,))
+    lo, hi = np.sqrt(L(0.5)) - 1, np.sqrt(L(2)) - 1
+    xs = grid(lo * L(1.0001), hi * L(1.0001))
+    xs = xs[xs != 0]
+    g = np.log1p(xs)
+    put("_LOG1P", fit_f32(xs, g, 1 / np.abs(g), range(1, 11), {1: 1.0}), xs, g, 1 / np.abs(g), skip=(1,))
+    # erf, |x| <= 7/8: erf(x)/x in s = x^2, the constant 2/sqrt(pi) kept exact (split hi + lo)
+    xs = grid(0, 0.875 * 1.0001)
+    xs = xs[xs > 0]
+    g = (erf(xs.astype(np.float64)) / xs.astype(np.float64)).astype(L)
+    c0 = L(2) / np.sqrt(np.pi, dtype=L)
+    put("_ERF_SMALL", fit_f32(xs * xs, g, 1 / g, range(6), {0: c0}), xs * xs, g, 1 / g, skip=(0,))
+    # erf, 7/8 <= t <= 4: log2(erfc(t)); an error d moves erf by d ln2 erfc(t)
+    ts = grid(0.875 * 0.9999, 4.0)
+    t64 = ts.astype(np.float64)
+    g = (np.log(erfc(t64)) / np.log(2)).astype(L)
+    w = (np.log(2) * erfc(t64) / erf(t64)).astype(L)
+    put("_ERF_LOG2", fit_f32(ts, g, w, range(7)), ts, g, w)
+    fs = grid(-0.5 * 1.0001, 0.5 * 1.0001)
+    g = np.exp2(fs)
+    put("_EXP2", fit_f32(fs, g, 1 / g, range(7), {0: 1.0}), fs, g, 1 / g, skip=(0,))
+    # tanh, |x| <= 0.55: (tanh(x)/x - 1)/x^2 in s = x^2, error relative to tanh
+    xs = grid(0, 0.55 * 1.0001)
+    xs = xs[xs > 0]
+    s = xs * xs
+    g = (np.tanh(xs) / xs - 1) / s
+    w = xs * s / np.tanh(xs)
+    put("_TANH", fit_f32(s, g, w, range(5)), s, g, w)
+    # pow, in f64 (no rounding to f32)
+    xs = grid(lo * L(1.0001), hi * L(1.0001), 6000)
+    xs = xs[xs != 0]
+    g = np.log1p(xs) / ln2
+    put("_LOG2_D", fit(xs, g, 1 / np.abs(g), range(1, 14)), xs, g, 1 / np.abs(g))
+    g = np.exp2(fs)
+    put("_EXP2_D", fit(fs, g, 1 / g, range(8), {0: 1.0}), fs, g, 1 / g, skip=(0,))
+    return out
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    from axle.backends.cpu import fastmath
+    bad = 0
+    for name, (coeffs, err) in tables().items():
+        print(f"{name}: error {err:.2e} (2^{np.log2(err):.1f})")
+        print("   " + ", ".join(f'"{c.hex()}"' for c in coeffs))
+        if "--check" in argv:
+            have = getattr(fastmath, name)
+            tol = 0 if not name.endswith("_D") else 1e-12
+            if len(have) != len(coeffs) or any(abs(a - b) > tol * abs(b) for a, b in zip(have, coeffs)):
+                print(f"   differs from fastmath.{name}")
+                bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
