@@ -227,7 +227,16 @@ class Context:
             if base is None:
                 base = pb.load(pb.gep(self.table, [ir.Constant(I64, ref.slot)], inbounds=True))
                 self._resolved[(ref.slot, 0)] = base
-            v = base if ref.offset == 0 else pb.gep(base, [ir.Constant(I64, ref.offset)], inbounds=True)
+            if ref.offset == 0:
+                v = base
+            else:
+                # an arena temporary: hide that it is `arena + offset` behind an empty asm, so
+                # LLVM treats each temporary as its own object. Otherwise its dependence
+                # analysis sees one object read and written at unrelated offsets and gives
+                # up vectorizing; as separate objects it vectorizes (with overlap checks)
+                v = pb.gep(base, [ir.Constant(I64, ref.offset)], inbounds=True)
+                opaque = ir.InlineAsm(ir.FunctionType(v.type, [v.type]), "", "=r,0", side_effect=False)
+                v = pb.call(opaque, [v])
             self._resolved[key] = v
         return v
 

@@ -103,6 +103,48 @@ class Emitter:
             acc = term if acc is None else b.add(acc, term)
         return acc if acc is not None else self.const_i64(0)
 
+    def reshape_index(self, idx, out_shape: list, in_shape: list) -> list:
+        """The operand index of a reshape's element `idx`. Both shapes are cut into the
+        shortest runs of dimensions with equal products; a run that is one dimension on each
+        side (after dropping unit dimensions) maps directly, only runs that really split or
+        merge dimensions pay for a division (so [1,128,768] <-> [128,768] costs nothing and
+        loops stay vectorizable)."""
+        out = [None] * len(in_shape)
+        i = j = 0
+        no, ni = len(out_shape), len(in_shape)
+        while i < no or j < ni:
+            # one run: grow the smaller side until the products meet
+            ri, rj = [], []
+            po = pi = 1
+            while True:
+                if po == pi and (ri or rj) and not (i < no and out_shape[i] == 1 and po > 1) \
+                        and not (j < ni and in_shape[j] == 1 and pi > 1):
+                    break
+                if (po <= pi and i < no) or j >= ni:
+                    po *= out_shape[i]
+                    ri.append(i)
+                    i += 1
+                else:
+                    pi *= in_shape[j]
+                    rj.append(j)
+                    j += 1
+                if i >= no and j >= ni:
+                    break
+            big_o = [d for d in ri if out_shape[d] != 1]
+            big_i = [d for d in rj if in_shape[d] != 1]
+            for d in rj:
+                if in_shape[d] == 1:
+                    out[d] = self.const_i64(0)
+            if len(big_i) == 0:
+                continue
+            if len(big_o) == 1 and len(big_i) == 1:
+                out[big_i[0]] = idx[big_o[0]]
+                continue
+            lin = self.linear([idx[d] for d in big_o], [out_shape[d] for d in big_o])
+            for d, v in zip(big_i, self.delinear(lin, [in_shape[d] for d in big_i])):
+                out[d] = v
+        return out
+
     def delinear(self, lin, shape):
         b = self.b
         out = []
@@ -277,7 +319,7 @@ class Emitter:
             return self.value_at(op.operands[0], sidx)
         if name == "stablehlo.reshape":
             st = _ty(op.operands[0])
-            return self.value_at(op.operands[0], self.delinear(self.linear(idx, rt.shape), st.shape))
+            return self.value_at(op.operands[0], self.reshape_index(idx, list(rt.shape), list(st.shape)))
         if name == "stablehlo.slice":
             starts, strides = op.attr("start_indices"), op.attr("strides")
             sidx = [i if (s0 == 0 and st == 1) else b.add(b.mul(i, self.const_i64(st)) if st != 1 else i,
