@@ -25,13 +25,17 @@ class _Prog:
 
 
 @st.composite
-def programs(draw):
+def programs(draw, control: bool = False):
+    """A random program; `control` also draws gather, scatter and while loops."""
     p = _Prog()
     p.values = [("%a", SHAPE), ("%b", SHAPE), ("%c", (SHAPE[1],))]
     steps = draw(st.integers(3, 10))
     for _ in range(steps):
-        kind = draw(st.sampled_from(["binary", "unary", "identity", "bcast", "transpose2", "reshape2",
-                                     "reduce", "dot", "const", "select", "slice_concat", "pad_slice"]))
+        kinds = ["binary", "unary", "identity", "bcast", "transpose2", "reshape2",
+                 "reduce", "dot", "const", "select", "slice_concat", "pad_slice"]
+        if control:
+            kinds += ["gather", "scatter", "while"]
+        kind = draw(st.sampled_from(kinds))
         full = [v for v in p.values if v[1] == SHAPE]
         x = draw(st.sampled_from(full))[0]
         y = draw(st.sampled_from(full))[0]
@@ -104,6 +108,45 @@ def programs(draw):
             pd = p.emit(f"stablehlo.pad {x}, {pv}, low = [{lo}, 1], high = [{hi}, 0], interior = [0, 0] : "
                         f"({T}, tensor<f32>) -> {_t(padded)}", padded)
             p.emit(f"stablehlo.slice {pd} [0:{SHAPE[0]}, 0:{SHAPE[1]}] : ({_t(padded)}) -> {T}", SHAPE)
+        elif kind in ("gather", "scatter"):  # rows picked / accumulated at random (repeating) rows
+            rows = draw(st.lists(st.integers(0, SHAPE[0] - 1), min_size=SHAPE[0], max_size=SHAPE[0]))
+            IT = _t((SHAPE[0], 1), "i32")
+            idx = p.emit(f"stablehlo.constant dense<[{', '.join(f'[{r}]' for r in rows)}]> : {IT}", (SHAPE[0], 1))
+            p.values[-1] = (idx, "index")
+            if kind == "gather":
+                p.emit(f'"stablehlo.gather"({x}, {idx}) {{dimension_numbers = #stablehlo.gather<offset_dims = [1], '
+                       f'collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, '
+                       f'slice_sizes = array<i64: 1, {SHAPE[1]}>, indices_are_sorted = false}} : ({T}, {IT}) -> {T}',
+                       SHAPE)
+            else:
+                n = p.n
+                p.emit(f'"stablehlo.scatter"({x}, {idx}, {y}) ({{\n    ^bb0(%p{n}: tensor<f32>, %q{n}: tensor<f32>):\n'
+                       f'      %r{n} = stablehlo.add %p{n}, %q{n} : tensor<f32>\n'
+                       f'      stablehlo.return %r{n} : tensor<f32>\n    }}) {{scatter_dimension_numbers = '
+                       f'#stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], '
+                       f'scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, '
+                       f'unique_indices = false}} : ({T}, {IT}, {T}) -> {T}', SHAPE)
+        elif kind == "while":  # v <- v * 0.5 + y, k times
+            k = draw(st.integers(0, 3))
+            n = p.n
+            z = p.emit("stablehlo.constant dense<0> : tensor<i32>", ())
+            p.values[-1] = (z, "counter")
+            I = "tensor<i32>"
+            w = (f'"stablehlo.while"({z}, {x}) ({{\n    ^bb0(%i{n}: {I}, %u{n}: {T}):\n'
+                 f'      %l{n} = stablehlo.constant dense<{k}> : {I}\n'
+                 f'      %c{n} = stablehlo.compare LT, %i{n}, %l{n}, SIGNED : ({I}, {I}) -> tensor<i1>\n'
+                 f'      stablehlo.return %c{n} : tensor<i1>\n    }}, {{\n'
+                 f'    ^bb0(%j{n}: {I}, %w{n}: {T}):\n'
+                 f'      %o{n} = stablehlo.constant dense<1> : {I}\n'
+                 f'      %k{n} = stablehlo.add %j{n}, %o{n} : {I}\n'
+                 f'      %h{n} = stablehlo.constant dense<0.5> : {T}\n'
+                 f'      %m{n} = stablehlo.multiply %w{n}, %h{n} : {T}\n'
+                 f'      %s{n} = stablehlo.add %m{n}, {y} : {T}\n'
+                 f'      stablehlo.return %k{n}, %s{n} : {I}, {T}\n    }}) : ({I}, {T}) -> ({I}, {T})')
+            name = f"%v{p.n}"
+            p.n += 1
+            p.lines.append(f"    {name}:2 = {w}")
+            p.values.append((f"{name}#1", SHAPE))
         elif kind == "select":
             c = p.emit(f"stablehlo.compare GT, {x}, {y}, FLOAT : ({T}, {T}) -> {_t(SHAPE, 'i1')}", SHAPE)
             p.values[-1] = (c, "pred")
