@@ -28,8 +28,17 @@ def target_machine(opt: int = 3):
     """A fresh target machine for the host (each JIT owns its own; sharing one crashes)."""
     _init()
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=_features(),
                                         opt=opt, reloc="pic", codemodel="jitdefault")
+
+
+def _features() -> str:
+    """The host's features; on AVX-512 machines also 512-bit vectors for loops (LLVM's
+    Intel tuning prefers 256 bits; our elementwise kernels measured ~15% faster with 512)."""
+    f = llvm.get_host_cpu_features().flatten()
+    if "+avx512f" in f:
+        f += ",-prefer-256-bit"
+    return f
 
 
 def triple() -> str:
