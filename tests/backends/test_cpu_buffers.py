@@ -66,3 +66,46 @@ def test_temporaries_are_taken_over_by_elementwise_readers():
     # every temporary is one [50, 70] f32 buffer: the chain shares them instead of adding up
     one = 50 * 70 * 4
     assert exe.program.arena_bytes <= 2 * ((one + 63) // 64 * 64)
+
+
+DUS_CHAIN = """
+func.func @main(%x: tensor<64x64xf32>, %u: tensor<8x64xf32>, %i: tensor<i32>) -> tensor<64x64xf32> {
+  %e = stablehlo.exponential %x : tensor<64x64xf32>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %a = stablehlo.dynamic_update_slice %e, %u, %i, %z : (tensor<64x64xf32>, tensor<8x64xf32>, tensor<i32>, tensor<i32>) -> tensor<64x64xf32>
+  %t = stablehlo.tanh %a : tensor<64x64xf32>
+  %b = stablehlo.dynamic_update_slice %t, %u, %z, %z : (tensor<64x64xf32>, tensor<8x64xf32>, tensor<i32>, tensor<i32>) -> tensor<64x64xf32>
+  %c = stablehlo.sine %b : tensor<64x64xf32>
+  return %c : tensor<64x64xf32>
+}
+"""
+
+# the update is read from the operand itself (a shifted slice): no in-place update
+DUS_SELF = """
+func.func @main(%x: tensor<64x64xf32>, %i: tensor<i32>) -> tensor<64x64xf32> {
+  %e = stablehlo.exponential %x : tensor<64x64xf32>
+  %s = stablehlo.slice %e [8:16, 0:64] : (tensor<64x64xf32>) -> tensor<8x64xf32>
+  %n = stablehlo.negate %s : tensor<8x64xf32>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %a = stablehlo.dynamic_update_slice %e, %n, %i, %z : (tensor<64x64xf32>, tensor<8x64xf32>, tensor<i32>, tensor<i32>) -> tensor<64x64xf32>
+  %c = stablehlo.sine %a : tensor<64x64xf32>
+  return %c : tensor<64x64xf32>
+}
+"""
+
+
+def test_dynamic_update_slice_in_place():
+    x, u = _rand((64, 64), (8, 64))
+    for start in (0, 13, 60, -5):
+        i = np.array(start, np.int32)
+        exe = axle.compile(DUS_CHAIN)
+        np.testing.assert_allclose(exe(x, u, i), axle.interpret(DUS_CHAIN, x, u, i), rtol=1e-5, atol=1e-6)
+    one = 64 * 64 * 4
+    assert exe.program.arena_bytes <= 2 * one  # updates reuse their operand's buffer
+
+
+def test_dynamic_update_slice_reading_its_operand_is_not_in_place():
+    (x,) = _rand((64, 64))
+    for start in (4, 8, 12, 40):
+        i = np.array(start, np.int32)
+        np.testing.assert_allclose(axle.compile(DUS_SELF)(x, i), axle.interpret(DUS_SELF, x, i), rtol=1e-5, atol=1e-6)

@@ -38,15 +38,20 @@ class KernelDef:
     fn: Callable
     memory_operands: bool = False  # operands must live in buffers (read many times)
     check: Optional[Callable] = None  # check(op) raises Unsupported for cases not handled
+    in_place: Optional[int] = None  # operand whose buffer the (first) result may take over
 
 
 KERNELS: dict[str, KernelDef] = {}
 
 
-def kernel(*names: str, memory_operands: bool = False, check: Optional[Callable] = None):
+def kernel(*names: str, memory_operands: bool = False, check: Optional[Callable] = None,
+           in_place: Optional[int] = None):
+    """Register fn(ctx, op) for ops `names`. `in_place=k`: the result may live in operand k's
+    buffer when that operand dies here and nothing else the kernel reads depends on it (the
+    kernel must then skip copying operand k: Context.same_buffer tells)."""
     def deco(fn):
         for n in names:
-            KERNELS[n] = KernelDef(fn, memory_operands, check)
+            KERNELS[n] = KernelDef(fn, memory_operands, check, in_place)
         return fn
     return deco
 
@@ -279,6 +284,14 @@ class Context:
     def buffer(self, v: Value):
         return self.em.buffers[id(v)]
 
+    def same_buffer(self, a: Value, b: Value) -> bool:
+        """Whether a and b were given the same buffer (an in-place update)."""
+        bufs = self.em.buffers
+        if id(a) not in bufs or id(b) not in bufs:
+            return False
+        x, y = dict.__getitem__(bufs, id(a)), dict.__getitem__(bufs, id(b))
+        return x is y or (isinstance(x, BufRef) and x == y)
+
     def has_buffer(self, v: Value) -> bool:
         return id(v) in self.em.buffers
 
@@ -398,7 +411,7 @@ class Context:
         # buffer sharing; e.g. a weight update w - lr * dot(...) needs no temporary)
         if level == 0:
             for op in ops:
-                if op.results and id(op.results[0]) in targets and op.name not in KERNELS:
+                if op.results and id(op.results[0]) in targets:
                     v = _in_place_operand(op, want, block, last_read)
                     if v is not None and id(v) not in targets and v not in ret.operands:
                         targets[id(v)] = targets[id(op.results[0])]
@@ -407,7 +420,7 @@ class Context:
                    or (not op.results and op.name in KERNELS)]
         for k, op in enumerate(emitted):
             shared = None
-            if op.name not in KERNELS and op.results and id(op.results[0]) not in targets:
+            if op.results and id(op.results[0]) not in targets:
                 shared = _in_place_operand(op, want, block, last_read)
                 if shared is not None and id(shared) not in self._offsets:
                     shared = None  # only a temporary of this block can be taken over
@@ -488,6 +501,9 @@ def _in_place_operand(op: Operation, want: set, block: Block, last_read: dict) -
     the result's shape: no broadcast, transpose, slice...), and it has the result's shape
     and element size. None if there is no such operand."""
     from axle.backends.cpu.scalar_ops import RULES
+    kd = KERNELS.get(op.name)
+    if kd is not None:
+        return _in_place_kernel_operand(op, kd, want, block, last_read)
     if op.regions or len(op.results) != 1 or (op.name not in RULES and op.name not in ELEMENTWISE_EXTRA):
         return None
     rt = _ty(op.results[0])
@@ -518,6 +534,31 @@ def _in_place_operand(op: Operation, want: set, block: Block, last_read: dict) -
         if vid not in other and vid in dying and isinstance(owner, Operation) and owner.parent is block:
             return v
     return None
+
+
+def _in_place_kernel_operand(op: Operation, kd: "KernelDef", want: set, block: Block,
+                             last_read: dict) -> Optional[Value]:
+    """Operand kd.in_place of kernel op, when its buffer can become the result's: it is a
+    materialized value of this block of the result's size, op is its last reader, and no
+    other operand (or region) of op reads it, directly or through fused ops."""
+    if kd.in_place is None or len(op.results) != 1:
+        return None
+    v = op.operands[kd.in_place]
+    owner = getattr(v, "owner", None)
+    if id(v) not in want or not isinstance(owner, Operation) or owner.parent is not block:
+        return None
+    if id(v) not in set(last_read.get(id(op), ())):
+        return None
+    vt, rt = getattr(v, "type", None), _ty(op.results[0])
+    if not isinstance(vt, TensorType) or nbytes(vt) != nbytes(rt):
+        return None
+    memo: dict = {}
+    for k, x in enumerate(_reads(op)):
+        if k == kd.in_place and x is v:
+            continue
+        if x is v or id(v) in _deps(x, want, block, memo):
+            return None
+    return v
 
 
 def _deps(v: Value, want: set, block: Block, memo: dict) -> set:

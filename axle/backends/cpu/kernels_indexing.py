@@ -44,15 +44,16 @@ def dynamic_slice_at(em, op: Operation, idx):
     return em.value_at(operand, src)
 
 
-@kernel("stablehlo.dynamic_update_slice")
+@kernel("stablehlo.dynamic_update_slice", in_place=0)
 def dynamic_update_slice(ctx: Context, op: Operation) -> None:
-    """Copy the operand, then write the update at the clamped start."""
+    """Copy the operand (unless the result took over its buffer: then only the update is
+    written), then write the update at the clamped start."""
     em, b = ctx.em, ctx.b
     operand, update = op.operands[0], op.operands[1]
     r = op.results[0]
     t, ut = _ty(r), _ty(update)
     dst = ctx.buffer(r)
-    if operand is not r:
+    if not ctx.same_buffer(operand, r):
         ctx.copy(operand, dst)
     starts = [_clamp(em, _index(em, v, []), 0, t.shape[d] - ut.shape[d]) for d, v in enumerate(op.operands[2:])]
 
@@ -113,7 +114,7 @@ def _check_scatter(op: Operation) -> None:
             raise Unsupported(f"{o.where()} inside the update computation of {op.where()}")
 
 
-@kernel("stablehlo.scatter", check=_check_scatter)
+@kernel("stablehlo.scatter", check=_check_scatter, in_place=0)
 def scatter(ctx: Context, op: Operation) -> None:
     """Copy the inputs to the results, then apply the update computation at every in-bounds
     target of every update element (out-of-bounds updates are skipped, as the spec says)."""
@@ -127,8 +128,9 @@ def scatter(ctx: Context, op: Operation) -> None:
     ibatch, sbatch = dn["input_batching_dims"], dn["scatter_indices_batching_dims"]
     to_operand, ivd = dn["scatter_dims_to_operand_dims"], dn["index_vector_dim"]
     dsts = [ctx.buffer(r) for r in op.results]
-    for v, d in zip(inputs, dsts):
-        ctx.copy(v, d)
+    for v, r, d in zip(inputs, op.results, dsts):
+        if not ctx.same_buffer(v, r):  # in place: the result took over the input's buffer
+            ctx.copy(v, d)
     region = op.regions[0]
     body_ets = [a.type.element_type for a in region.blocks[0].arguments]
 
