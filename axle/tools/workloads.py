@@ -39,15 +39,19 @@ def mlp_train_step(batch: int = 32, sizes=(64, 128, 10)):
     return step, (params, x, y)
 
 
+def layernorm(x, g, b, eps: float = 1e-5):
+    """Layer normalization over the last axis (as GPT-2 writes it), for JAX arrays."""
+    import jax
+    import jax.numpy as jnp
+    mu = jnp.mean(x, -1, keepdims=True)
+    var = jnp.mean((x - mu) ** 2, -1, keepdims=True)
+    return (x - mu) * jax.lax.rsqrt(var + eps) * g + b
+
+
 def transformer_block(batch: int = 2, seq: int = 16, d_model: int = 64, heads: int = 4):
     """A GPT-2 style pre-norm block: layernorm, causal multi-head attention, MLP with GELU."""
     import jax
     import jax.numpy as jnp
-
-    def layernorm(x, g, b):
-        mu = jnp.mean(x, -1, keepdims=True)
-        var = jnp.mean((x - mu) ** 2, -1, keepdims=True)
-        return (x - mu) * jax.lax.rsqrt(var + 1e-5) * g + b
 
     def block(p, x):
         h = layernorm(x, p["ln1_g"], p["ln1_b"])

@@ -176,18 +176,7 @@ class Emitter:
     # -- loops
     def loop_nest(self, shape, body: Callable[[list], None]) -> None:
         """for idx in ndindex(shape): body(idx)."""
-        b = self.b
-        if any(d == 0 for d in shape):
-            return
-        idx = []
-
-        def level(k):
-            if k == len(shape):
-                body(list(idx))
-                return
-            self.for_range(shape[k], lambda i: (idx.append(i), level(k + 1), idx.pop()))
-
-        level(0)
+        self.loop_nest_range(shape, -1, None, None, body)
 
     UNROLL_MAX = 4  # loops of at most this many trips are unrolled here...
     UNROLL_COPIES = 16  # ...while the nest of unrolled loops makes at most this many copies
@@ -202,10 +191,11 @@ class Emitter:
             if k == len(shape):
                 body(list(idx))
                 return
+            step = lambda i: (idx.append(i), level(k + 1), idx.pop())  # noqa: E731
             if k == dim:
-                self.for_range_dynamic(lo, hi, lambda i: (idx.append(i), level(k + 1), idx.pop()))
+                self.for_range_dynamic(lo, hi, step)
             else:
-                self.for_range(shape[k], lambda i: (idx.append(i), level(k + 1), idx.pop()))
+                self.for_range(shape[k], step)
         level(0)
 
     def for_range_dynamic(self, lo, hi, body: Callable) -> None:
