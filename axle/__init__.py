@@ -6,13 +6,19 @@
 """
 __version__ = "0.1.0"
 
-__all__ = ["compile", "interpret", "parse_module", "__version__"]
+__all__ = ["compile", "interpret", "parse_module", "register_custom_call", "__version__"]
 
 
 def __getattr__(name):  # lazy: `import axle` stays cheap
     if name == "interpret":
         from axle.interpreter import interpret
         return interpret
+    if name == "register_custom_call":
+        # register_custom_call("my.target", fn): `stablehlo.custom_call @my.target` then runs
+        # fn(call) (call.operands: numpy arrays, call.attrs: attributes) in the interpreter
+        # and, as a host call, in compiled CPU programs
+        from axle.interpreter.evaluator import register_custom_call
+        return register_custom_call
     if name == "parse_module":
         from axle.ir import parse_module
         return parse_module

@@ -23,7 +23,7 @@ from llvmlite import ir
 
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.scalar import I8, I64
+from axle.backends.cpu.scalar import I8, I64, Unsupported
 from axle.ir.core import Operation
 
 COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
@@ -81,7 +81,12 @@ def _host(key: int, table) -> None:
                       result_types=[r.type for r in op.results],
                       attrs={k: a.to_python() for k, a in op.attributes.items()}, regions=regions, ctx=ctx,
                       location=op.where())
-        out = lookup(op.name)(call)
+        if op.name == "stablehlo.custom_call":  # a target registered by the user
+            from axle.interpreter.evaluator import _CUSTOM_CALLS
+            call.name = op.attr("call_target_name")
+            out = _CUSTOM_CALLS[call.name](call)
+        else:
+            out = lookup(op.name)(call)
         outs = Evaluator.results_of(op, out)
         for j, (r, v) in enumerate(zip(op.results, outs)):
             np.copyto(_view(table[n_in + j], r.type), v)
@@ -118,3 +123,23 @@ def _materialize(ctx: Context, v):
     dst = ctx.temp(_ty(v))
     ctx.copy(v, dst)
     return dst
+
+
+def _check_custom_call(op: Operation) -> None:
+    """Only targets registered with axle.register_custom_call, on tensors."""
+    from axle.interpreter.evaluator import _CUSTOM_CALLS
+    from axle.ir.types import TensorType
+    target = op.attr("call_target_name")
+    if target not in _CUSTOM_CALLS:
+        raise Unsupported(f"{op.where()}: custom call target '{target}' is not registered "
+                          f"(register one with axle.register_custom_call)")
+    for v in list(op.operands) + list(op.results):
+        if not isinstance(v.type, TensorType) or not v.type.is_static:
+            raise Unsupported(f"{op.where()}: custom call '{target}' on a value of type {v.type}")
+    if op.regions:
+        raise Unsupported(f"{op.where()}: custom call '{target}' with regions")
+
+
+# A custom call runs its registered Python function on the host (the same callback as the
+# collectives): operands are copied out of the buffers, results copied back in.
+kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)(emit_collective)
