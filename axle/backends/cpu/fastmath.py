@@ -68,10 +68,10 @@ _ERF_LOG2 = [_H(c) for c in ("-0x1.93cfb6p-13", "-0x1.a094acp+0", "-0x1.d654e2p-
 # 2^f on |f| <= 1/2: 1 + c1 f + ... + c6 f^6, relative error 3.0e-9 (2^-28.3)
 _EXP2 = [_H(c) for c in ("0x1.62e430p-1", "0x1.ebfbdcp-3", "0x1.c6af7cp-5", "0x1.3b2de0p-7",
                          "0x1.5f0834p-10", "0x1.416b64p-13")]
-# tanh(x) on |x| <= 0.55: x + x^3 (c0 + c1 s + ... + c4 s^4), s = x^2, relative error
-# 1.1e-9 (2^-29.7)
-_TANH = [_H(c) for c in ("-0x1.55554ap-2", "0x1.110ceep-3", "-0x1.b91e7ep-5", "0x1.58e518p-6",
-                         "-0x1.9921a2p-8")]
+# tanh(x) on |x| <= 0.625: x + x^3 (c0 + c1 s + ... + c4 s^4), s = x^2, relative error
+# 4.5e-9 (2^-27.7)
+_TANH = [_H(c) for c in ("-0x1.555532p-2", "0x1.1106f6p-3", "-0x1.b835a4p-5", "0x1.51f8cep-6",
+                         "-0x1.750ce4p-8")]
 # pow's log2 and exp2, in f64 (see power):
 # log2(1 + f) on sqrt(1/2)-1 <= f <= sqrt(2)-1: f (c1 + c2 f + ... + c13 f^12), relative
 # error 1.6e-11 (2^-35.8)
@@ -242,11 +242,11 @@ def logistic(e, x):
 
 def tanh(e, x):
     """tanh(|x|), sign copied from x:
-    |x| < 0.55: |x| + |x|^3 P(x^2) (the polynomial below; tiny and denormal x give x).
-    |x| >= 0.55: 1 - 2 / (1 + exp(2|x|)), |x| clamped to 9.1 (tanh rounds to 1 above 9.01):
-      z = 2/(1 + E) <= 1/2 carries about 2 ulp of relative error (E's, 1 + E's rounding,
-      the division's), which is at most 1 ulp of the result >= 1/2.
-    Error < 1.5 ulp."""
+    |x| < 0.625: |x| + |x|^3 P(x^2) (the polynomial above; tiny and denormal x give x).
+    |x| >= 0.625: 1 - 2 / (1 + exp(2|x|)), |x| clamped to 9.1 (tanh rounds to 1 above 9.01):
+      z = 2/(1 + E) <= 0.45 carries about 2 ulp of its own relative error (E's, 1 + E's
+      rounding, the division's), under 1 ulp of the result >= 0.55.
+    Error < 1.4 ulp."""
     f = _Fn(e)
     b = f.b
     ax = f.call("llvm.fabs", x)
@@ -255,19 +255,26 @@ def tanh(e, x):
     a = b.select(f.lt(ax, f.c(9.1)), ax, f.c(9.1))
     z = b.fdiv(f.c(2.0), b.fadd(f.c(1.0), _exp_small(f, b.fadd(a, a))))
     # unordered compare: a NaN takes the polynomial, which returns it
-    y = b.select(b.fcmp_unordered("<", ax, f.c(0.55)), small, b.fsub(f.c(1.0), z))
+    y = b.select(b.fcmp_unordered("<", ax, f.c(0.625)), small, b.fsub(f.c(1.0), z))
     return f.call("llvm.copysign", y, x)
 
 
 # ---------------------------------------------------------------- log family
 
 
-def _combine(f: _Fn, kf, t):
-    """k ln2 + log1p(t): (k LN2_HI + t) is exact for |k| <= 1 (the case where the terms
-    nearly cancel) and the small rest (t^2 part + k LN2_LO) is added last."""
+def _combine(f: _Fn, kf, t, t_err=None):
+    """k ln2 + log1p(t + t_err) = (k LN2_HI + t) + (t^2 P(t) + k LN2_LO + t_err/(1 + t)):
+    k LN2_HI is exact, and the sum with t is made error-free (Fast2Sum: |k LN2_HI| >= |t|
+    unless k = 0, where it is exact anyway), so only the small rest and the final sum are
+    rounded. t_err (a rounding error of t, if any) enters as t_err (1 - t): 1/(1 + t) to
+    within t^2 <= 0.18 of a term below 2^-25."""
     b = f.b
-    hi = f.fma(kf, f.c(_LN2_HI), t)
-    lo = f.fma(b.fmul(t, t), f.horner(t, _LOG1P), b.fmul(kf, f.c(_LN2_LO)))
+    kh = b.fmul(kf, f.c(_LN2_HI))
+    hi = b.fadd(kh, t)
+    err = b.fsub(t, b.fsub(hi, kh))
+    if t_err is not None:
+        err = f.fma(t_err, b.fsub(f.c(1.0), t), err)
+    lo = f.fma(b.fmul(t, t), f.horner(t, _LOG1P), f.fma(kf, f.c(_LN2_LO), err))
     return b.fadd(hi, lo)
 
 
@@ -298,19 +305,24 @@ def log(e, x):
 
 def log1p(e, x):
     """log1p(x) = k ln2 + log1p(t) where u = fl(1 + x) = 2^k m, m in [sqrt(1/2), sqrt(2)), and
-    t = (1 + x) 2^-k - 1 is computed from x itself as fma(x, 2^-k, 2^-k - 1) (one rounding,
-    so the error of fl(1 + x) is not inherited; 2^-k - 1 is exact for -24 <= k <= 24). For
-    k > 24 (x > 2^24) t = m - 1 is used. log1p(-1) = -inf, log1p(x < -1) = NaN,
-    log1p(inf) = inf, log1p(-0) = -0. Error < 1.1 ulp."""
+    t = (1 + x) 2^-k - 1 is computed from x itself as x 2^-k + (2^-k - 1): both terms are
+    exact (2^-k - 1 for -24 <= k <= 24), and their sum's rounding error is recovered by
+    TwoSum and passed to _combine, so neither fl(1 + x) nor fl(t) costs accuracy. For
+    k > 24 (x > 2^24) t = m - 1 (exact) is used. log1p(-1) = -inf, log1p(x < -1) = NaN,
+    log1p(inf) = inf, log1p(-0) = -0. Error < 0.9 ulp."""
     f = _Fn(e)
     b = f.b
     u = b.fadd(x, f.c(1.0))
     k, mbits = _split(f, b.bitcast(u, I32))
     large = b.icmp_signed(">", k, f.i(24))
     s = f.pow2(b.sub(f.i(0), b.select(large, f.i(0), k)))  # 2^-k (k >= -25 for x > -1)
-    t = f.fma(x, s, b.fneg(b.fsub(f.c(1.0), s)))
+    xs, sm1 = b.fmul(x, s), b.fneg(b.fsub(f.c(1.0), s))
+    t = b.fadd(xs, sm1)
+    back = b.fsub(t, xs)  # TwoSum: t + t_err = xs + sm1 exactly
+    t_err = b.fadd(b.fsub(xs, b.fsub(t, back)), b.fsub(sm1, back))
     t = b.select(large, b.fsub(b.bitcast(mbits, F32), f.c(1.0)), t)
-    y = _combine(f, b.sitofp(k, F32), t)
+    t_err = b.select(large, f.c(0.0), t_err)
+    y = _combine(f, b.sitofp(k, F32), t, t_err)
     y = b.select(f.eq(x, f.c(0.0)), x, y)
     y = b.select(f.eq(x, f.c(float("inf"))), x, y)
     y = b.select(f.eq(x, f.c(-1.0)), f.c(float("-inf")), y)

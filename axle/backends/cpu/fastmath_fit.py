@@ -108,8 +108,8 @@ def tables() -> dict:
     fs = grid(-0.5 * 1.0001, 0.5 * 1.0001)
     g = np.exp2(fs)
     put("_EXP2", fit_f32(fs, g, 1 / g, range(7), {0: 1.0}), fs, g, 1 / g, skip=(0,))
-    # tanh, |x| <= 0.55: (tanh(x)/x - 1)/x^2 in s = x^2, error relative to tanh
-    xs = grid(0, 0.55 * 1.0001)
+    # tanh, |x| <= 0.625: (tanh(x)/x - 1)/x^2 in s = x^2, error relative to tanh
+    xs = grid(0, 0.625 * 1.0001)
     xs = xs[xs > 0]
     s = xs * xs
     g = (np.tanh(xs) / xs - 1) / s
