@@ -65,10 +65,16 @@ def _median_spread(samples: list) -> tuple[float, float]:
     return med, spread
 
 
+SETTLE_S = 0.02  # idle time before each timed batch
+
+
 def _time_interleaved(calls: dict, rounds: int, target_s: float = 0.05) -> dict:
     """Per-call seconds for each callable: median over `rounds` rounds and the spread.
     Each round runs each callable `n` times back to back (n chosen so a batch takes about
-    target_s), alternating the order between rounds."""
+    target_s), alternating the order between rounds. Each batch starts after SETTLE_S of
+    idle time: a runtime's worker threads spin for a while after its last call (XLA's
+    do), and on two cores that spinning would otherwise slow the batch that follows it,
+    whichever runtime that is."""
     names = list(calls)
     for nm in names:  # warm-up
         for _ in range(3):
@@ -85,6 +91,7 @@ def _time_interleaved(calls: dict, rounds: int, target_s: float = 0.05) -> dict:
         for nm in order:
             fn = calls[nm]
             k = n[nm]
+            time.sleep(SETTLE_S)
             t0 = time.perf_counter()
             for _ in range(k):
                 fn()

@@ -284,7 +284,7 @@ class Picture:
     def header(self) -> str:
         ks = self.kernels
         libs = sum(1 for k in ks if k.library)
-        total = sum(size for _, size, _, _ in self.program.allocations)
+        total = sum(a[1] for a in self.program.allocations)
         return (f"{self.built.name} @{self.built.entry}: {len(ks)} kernels, {libs} library calls, "
                 f"{sum(len(k.fused) for k in ks)} fused ops; temporaries peak {si(self.program.arena_bytes)}B "
                 f"of {si(total)}B")

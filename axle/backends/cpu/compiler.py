@@ -120,16 +120,24 @@ class Program:
 
     def buffer_report(self, top: int = 5) -> str:
         """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
-        at the peak (the op, where it is in the source, its shape) — for out-of-memory hunts."""
-        total = sum(size for _, size, _, _ in self.allocations)
+        at the peak (the op, where it is in the source, its shape) — for out-of-memory hunts.
+        Temporaries held in a result buffer before the result is written count as the
+        result's memory (as in XLA), not the arena's."""
+        total = sum(a[1] for a in self.allocations)
+        in_results = sum(a[1] for a in self.allocations if len(a) > 4)
         lines = [f"temporaries: {len(self.allocations)} buffers, {total} bytes if none shared; "
                  f"arena (peak) {self.arena_bytes} bytes "
-                 f"({100.0 * self.arena_bytes / total if total else 0:.0f}% of the sum)"]
+                 f"({100.0 * self.arena_bytes / total if total else 0:.0f}% of the sum)"
+                 + (f"; {in_results} bytes held in result buffers before they are written"
+                    if in_results else "")]
         biggest = sorted(self.allocations, key=lambda a: -a[1])[:top]
-        for off, size, v, k in biggest:
+        for a in biggest:
+            off, size, v = a[:3]
             owner = getattr(v, "owner", None)
             where = owner.where() if owner is not None else "(kernel scratch)"
-            lines.append(f"  {size:>12} bytes at offset {off:>10}: {where} {getattr(v, 'type', '')}")
+            place = f"offset {off:>10}" if len(a) == 4 else \
+                f"result {a[4] - len(self.arg_types)} + {off}"
+            lines.append(f"  {size:>12} bytes at {place}: {where} {getattr(v, 'type', '')}")
         return "\n".join(lines)
 
 
@@ -177,6 +185,57 @@ class _Buffers(dict):
 P8P = I8.as_pointer().as_pointer()
 
 
+class _Pool:
+    """Best-fit allocation of temporaries within one buffer: the arena (which grows to the
+    peak) or a result buffer before its value is written (fixed size)."""
+
+    def __init__(self, slot: int, limit: Optional[int] = None, free_until: int = 1 << 62):
+        self.slot = slot
+        self.limit = limit  # None: grows (the arena)
+        self.free_until = free_until  # kernel position from which the buffer holds its result
+        self.top = 0
+        self.free: list[tuple[int, int]] = []  # (offset, size) of released blocks
+        self.live: dict[int, tuple] = {}  # offset -> (size, value)
+
+    def alloc(self, size: int, value) -> Optional[int]:
+        fit = [(sz, off) for off, sz in self.free if sz >= size]
+        if fit:
+            sz, off = min(fit)
+            self.free.remove((off, sz))
+            if sz > size:
+                self.free.append((off + size, sz - size))
+        elif self.limit is None or self.top + size <= self.limit:
+            off = self.top
+            self.top += size
+        else:
+            return None
+        self.live[off] = (size, value)
+        return off
+
+    def best_fit(self, size: int) -> Optional[int]:
+        """Size of the block alloc(size) would take (None: no room)."""
+        fit = [sz for _, sz in self.free if sz >= size]
+        if fit:
+            return min(fit)
+        if self.limit is None:
+            return None
+        return self.limit - self.top if self.top + size <= self.limit else None
+
+    def release(self, off: int) -> None:
+        if off not in self.live:
+            return
+        size, _ = self.live.pop(off)
+        self.free.append((off, size))
+        self.free.sort()
+        merged = []  # coalesce neighbours
+        for o, sz in self.free:
+            if merged and merged[-1][0] + merged[-1][1] == o:
+                merged[-1] = (merged[-1][0], merged[-1][1] + sz)
+            else:
+                merged.append((o, sz))
+        self.free = merged
+
+
 class Context:
     """Code generation state of one program: builder, emitter, arena and kernel list.
 
@@ -194,11 +253,10 @@ class Context:
         self._enter(func)
         self.em = Emitter(mod, self.b, {})
         self.em.buffers = _Buffers(self)
-        self.offset = 0  # arena size so far (the peak of temporary memory)
-        self.free: list[tuple[int, int]] = []  # (offset, size) of released blocks
-        self.live: dict[int, tuple] = {}  # offset -> (size, value) of live temporaries
-        self.allocations: list = []  # (offset, size, value, kernel index) for the report
-        self._offsets: dict[int, int] = {}  # id(value) -> offset of its temporary
+        # temporaries: the arena, and result buffers not yet written (see _result_pools)
+        self.pools: dict[int, _Pool] = {arena_slot: _Pool(arena_slot)}
+        self.allocations: list = []  # (offset, size, value, kernel index[, slot]) for the report
+        self._offsets: dict[int, tuple] = {}  # id(value) -> (slot, offset) of its temporary
         self.kernels: list = []
         self.cacheable = True  # set False by kernels that bake process addresses into the code
         self.host_callbacks = False
@@ -295,43 +353,57 @@ class Context:
     def has_buffer(self, v: Value) -> bool:
         return id(v) in self.em.buffers
 
-    def temp_ref(self, t: TensorType, value: Optional[Value] = None) -> BufRef:
-        """A temporary buffer in the arena: the smallest released block that fits (best fit),
-        else fresh space at the end. `release(value)` returns it once its last reader ran."""
+    @property
+    def offset(self) -> int:
+        """The arena's size so far: the peak of temporary memory."""
+        return self.pools[self.arena_slot].top
+
+    @offset.setter
+    def offset(self, value: int) -> None:
+        self.pools[self.arena_slot].top = value
+
+    def temp_ref(self, t: TensorType, value: Optional[Value] = None, until: Optional[int] = None) -> BufRef:
+        """A temporary buffer: the smallest released block that fits (best fit), else fresh
+        space at the end of the arena. `release(value)` returns it once its last reader ran.
+        `until` (top level only): the position of the last kernel reading it; then a result
+        buffer that is first written after that position may hold it instead (XLA does the
+        same: such memory counts as the result's, not as temporary memory)."""
         size = (max(nbytes(t), 1) + ALIGN - 1) // ALIGN * ALIGN
-        fit = [(sz, off) for off, sz in self.free if sz >= size]
-        if fit:
-            sz, off = min(fit)
-            self.free.remove((off, sz))
-            if sz > size:
-                self.free.append((off + size, sz - size))
-        else:
-            off = self.offset
-            self.offset += size
-        self.live[off] = (size, value)
-        self.allocations.append((off, size, value, len(self.kernels)))
+        pool = self.pools[self.arena_slot]
+        if until is not None:
+            best = None
+            for p in self.pools.values():
+                if p.slot != self.arena_slot and p.free_until > until:
+                    sz = p.best_fit(size)
+                    if sz is not None and (best is None or sz < best[0]):
+                        best = (sz, p)
+            if best is not None:
+                pool = best[1]
+        off = pool.alloc(size, value)
+        slot = pool.slot
+        self.allocations.append((off, size, value, len(self.kernels)) + (() if slot == self.arena_slot else (slot,)))
         if value is not None:
-            self._offsets[id(value)] = off
-        return BufRef(self.arena_slot, off)
+            self._offsets[id(value)] = (slot, off)
+        return BufRef(slot, off)
 
     def temp(self, t: TensorType, value: Optional[Value] = None):
         """A temporary (temp_ref) as a pointer in the function being emitted."""
         return self.resolve(self.temp_ref(t, value))
 
     def release(self, value: Value) -> None:
-        off = self._offsets.pop(id(value), None)
-        if off is None or off not in self.live:
-            return
-        size, _ = self.live.pop(off)
-        self.free.append((off, size))
-        self.free.sort()
-        merged = []  # coalesce neighbours
-        for o, sz in self.free:
-            if merged and merged[-1][0] + merged[-1][1] == o:
-                merged[-1] = (merged[-1][0], merged[-1][1] + sz)
-            else:
-                merged.append((o, sz))
-        self.free = merged
+        key = self._offsets.pop(id(value), None)
+        if key is not None:
+            self.pools[key[0]].release(key[1])
+
+    def _result_pools(self, results_into: list, values: list, first_write: dict) -> None:
+        """Result buffers as room for temporaries until their value is first written:
+        results_into[k] (a BufRef of a result slot, holding values[k]) is free before
+        kernel position first_write[slot]."""
+        for dst, v in zip(results_into, values):
+            if isinstance(dst, BufRef) and dst.offset == 0 and dst.slot not in self.pools:
+                size = nbytes(_ty(v)) // ALIGN * ALIGN
+                if size >= ALIGN:
+                    self.pools[dst.slot] = _Pool(dst.slot, size, first_write.get(dst.slot, 1 << 62))
 
     def copy(self, v: Value, dst) -> None:
         """Write every element of v into buffer dst."""
@@ -418,22 +490,43 @@ class Context:
         # ops without results (checks, effects) run for their effect
         emitted = [op for op in ops if any(id(r) in want for r in op.results)
                    or (not op.results and op.name in KERNELS)]
+        until = None  # top level: id(value) -> position of the last kernel reading it
+        if level == 0 and results_into is not None:
+            until = {}
+            for k, op in enumerate(emitted):
+                for r in op.results:
+                    until[id(r)] = k
+                for v_id in last_read.get(id(op), ()):
+                    until[v_id] = max(until.get(v_id, k), k)
+            first_write: dict = {}
+            for k, op in enumerate(emitted):
+                for r in op.results:
+                    dst = targets.get(id(r))
+                    if isinstance(dst, BufRef) and dst.slot not in first_write:
+                        first_write[dst.slot] = k
+            self._result_pools(results_into, list(ret.operands), first_write)
         for k, op in enumerate(emitted):
             shared = None
             if op.results and id(op.results[0]) not in targets:
                 shared = _in_place_operand(op, want, block, last_read)
                 if shared is not None and id(shared) not in self._offsets:
                     shared = None  # only a temporary of this block can be taken over
+                if shared is not None and until is not None:
+                    pool = self.pools[self._offsets[id(shared)][0]]
+                    if pool.free_until <= until.get(id(op.results[0]), k):
+                        shared = None  # the result would outlive the room in a result buffer
             for r in op.results:
                 if self.has_buffer(r):
                     continue
                 if shared is not None:  # the result overwrites its operand's temporary
                     self.em.buffers[id(r)] = dict.__getitem__(self.em.buffers, id(shared))
-                    off = self._offsets.pop(id(shared))
-                    self._offsets[id(r)] = off
-                    self.live[off] = (self.live[off][0], r)
+                    slot, off = self._offsets.pop(id(shared))
+                    self._offsets[id(r)] = (slot, off)
+                    pool = self.pools[slot]
+                    pool.live[off] = (pool.live[off][0], r)
                     continue
-                self.em.buffers[id(r)] = targets.get(id(r)) or self.temp_ref(_ty(r), r)
+                self.em.buffers[id(r)] = targets.get(id(r)) or self.temp_ref(
+                    _ty(r), r, until=None if until is None else until.get(id(r), k))
             fused, inputs = _fusion_of(op, want, block)
             self.kernels.append(KernelInfo(len(self.kernels), op, fused, inputs, depth=level))
             timer = self.timer if level == 0 else None
@@ -497,16 +590,19 @@ ELEMENTWISE_EXTRA = ("stablehlo.convert",)
 
 def _in_place_operand(op: Operation, want: set, block: Block, last_read: dict) -> Optional[Value]:
     """A materialized operand whose buffer can hold the result of elementwise kernel `op`:
-    op is its last reader, reads it only at the index it writes (through elementwise ops of
-    the result's shape: no broadcast, transpose, slice...), and it has the result's shape
-    and element size. None if there is no such operand."""
+    op is its last reader, reads it only at the linear index it writes (through elementwise
+    ops and reshapes, which keep an element's row-major position: no broadcast, transpose,
+    slice...), and it has the result's element count and size. None if there is none."""
     from axle.backends.cpu.scalar_ops import RULES
     kd = KERNELS.get(op.name)
     if kd is not None:
         return _in_place_kernel_operand(op, kd, want, block, last_read)
-    if op.regions or len(op.results) != 1 or (op.name not in RULES and op.name not in ELEMENTWISE_EXTRA):
+    def linear(o: Operation) -> bool:  # element i of o's result reads element i of its operands
+        return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA or o.name == "stablehlo.reshape")
+    if len(op.results) != 1 or not linear(op):
         return None
     rt = _ty(op.results[0])
+    count = int(np.prod(rt.shape, dtype=np.int64)) if rt.is_static else -1
     size = np.dtype(rt.dtype).itemsize
     same: dict[int, Value] = {}
     other: set = set()
@@ -516,14 +612,15 @@ def _in_place_operand(op: Operation, want: set, block: Block, last_read: dict) -
         for x in o.operands:
             owner = getattr(x, "owner", None)
             xt = getattr(x, "type", None)
-            identical = isinstance(xt, TensorType) and xt.is_static and list(xt.shape) == list(rt.shape)
+            identical = isinstance(xt, TensorType) and xt.is_static \
+                and int(np.prod(xt.shape, dtype=np.int64)) == count
             if id(x) in want:
                 if identical and np.dtype(xt.dtype).itemsize == size:
                     same[id(x)] = x
                 else:
                     other.add(id(x))
             elif isinstance(owner, Operation) and owner.parent is block and owner.name != "stablehlo.constant":
-                if identical and not owner.regions and (owner.name in RULES or owner.name in ELEMENTWISE_EXTRA):
+                if identical and linear(owner):
                     visit(owner)
                 else:  # read through an index mapping: whatever it reads is read elsewhere
                     other.update(_deps(x, want, block, memo))
