@@ -262,6 +262,7 @@ class Context:
         self.host_callbacks = False
         self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
         self.timer = None  # profile=True: a profiling.KernelTimer stamping each top-level kernel
+        self.row_fusions: dict = {}  # id(host op) -> (outer rank, reductions, index maps): row_fusion.py
 
     # -- functions and buffers
     def _enter(self, fn: ir.Function) -> None:
@@ -475,6 +476,12 @@ class Context:
                     o = getattr(v, "owner", None)
                     if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":
                         want.add(id(v))
+        if level == 0 and results_into is not None:
+            from axle.backends.cpu import row_fusion
+            memo: dict = {}
+            self.row_fusions.update(row_fusion.plan(
+                ops, want, targets, {id(v) for v in ret.operands}, block,
+                lambda o: set().union(*[_deps(x, want, block, memo) for x in _reads(o)])))
         last_read = _last_readers(block, want)
         by_id = {id(r): r for op in ops for r in op.results}
         # in place: an elementwise kernel whose result is returned lets the producer of an
@@ -710,7 +717,22 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
         dst = ctx.buffer(r)  # resolved in whichever function the loop lands in
         S.store(em.b, em.op_at(op, idx), em.element_ptr(dst, et, em.linear(idx, t.shape)), et)
     work = 1 + sum(1 for o in ctx.kernels[-1].fused if o.name not in MOVES) if ctx.kernels else 1
-    split_loop(ctx, list(t.shape), outer_dim(t.shape), body, work)
+    rows = ctx.row_fusions.get(id(op))
+    if rows is None:
+        split_loop(ctx, list(t.shape), outer_dim(t.shape), body, work)
+        return
+    # row fusion: per row of the outer `k` dimensions, the fused reductions, then the row
+    from axle.backends.cpu.row_fusion import emit_row_reduction
+    k, reds, maps = rows
+    shape = list(t.shape)
+
+    def row(outer):
+        for red in reds:
+            emit_row_reduction(ctx, red, outer, maps[id(red.results[0])])
+        em.loop_nest(shape[k:], lambda inner: body(outer + inner))
+        for red in reds:
+            del em.scalars[id(red.results[0])]
+    split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * (1 + len(reds)))
 
 
 KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special')

@@ -70,6 +70,7 @@ class Emitter:
         self.buffers = buffers  # id(value) -> ir pointer (i8*) of its buffer
         self._globals = 0
         self._const_globals: dict = {}  # id(constant op) -> its global
+        self.scalars: dict = {}  # id(value) -> stack slot holding its value at the current row
 
     # -- helpers
     def intrinsic(self, name: str, t: ir.Type, args):
@@ -258,6 +259,9 @@ class Emitter:
     def value_at(self, v: Value, idx: list):
         t = _ty(v)
         et = t.element_type
+        slot = self.scalars.get(id(v))
+        if slot is not None:  # a row-fused reduction: its value at this row (row_fusion.py)
+            return self.b.load(slot)
         if id(v) in self.buffers:
             return S.load(self.b, self.element_ptr(self.buffers[id(v)], et, self.linear(idx, t.shape)), et)
         op = getattr(v, "owner", None)

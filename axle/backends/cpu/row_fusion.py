@@ -1,0 +1,220 @@
+"""Row fusion: reductions computed inside the loop of the kernel that reads them.
+
+Softmax, layernorm and attention read a row reduction (max, sum, mean, variance) back
+along the same row:
+
+    m = reduce_max(x, dims=[1]);  e = exp(x - m[:, None]);  s = reduce_sum(e, dims=[1])
+    y = e / s[:, None]
+
+Emitted one kernel per reduction, m and s are stored in memory and x is read from memory
+three times. Row fusion instead gives the consumer (the elementwise kernel writing y) an
+outer loop over rows; at each row it first computes m and then s (each a short loop over
+the row, which stays in the L1 cache) into stack slots, then writes the row of y reading
+them as scalars. No temporary buffer, one pass over memory: the fused softmax of XLA's GPU
+backend and of hand-written CPU kernels, found here by analysis of the index maps.
+
+A reduce R (one result, static shapes, at the top level of the program) is row-fused into
+the elementwise kernel H when
+  * every kernel reading R's result is H or a reduction row-fused into H, and
+  * every read of R's result, followed from H's root through the ops fused into H (and
+    through the reductions fused into H), lands at an index that is a fixed function of
+    H's outer loop indices: each dimension of R's result is read at one outer dimension
+    of H, or at 0. Elementwise ops, broadcast_in_dim, transpose and reshapes that only add
+    or drop unit dimensions keep that function known; any other op on the path stops the
+    analysis (no fusion);
+  * R's index covers all of H's outer dimensions, so R is computed once per row.
+The reductions of a host run in program order at each row, so one may read another (the
+sum of exp(x - max) reads the max).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from axle.backends.cpu.emitter import _ty
+from axle.ir.core import Block, Operation, Value
+
+UNKNOWN = None  # an index not expressible in the host's outer indices
+
+
+def _elementwise(o: Operation) -> bool:
+    from axle.backends.cpu.compiler import ELEMENTWISE_EXTRA
+    from axle.backends.cpu.scalar_ops import RULES
+    return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA)
+
+
+def _shape(v: Value) -> list:
+    return list(_ty(v).shape)
+
+
+def _collect(v: Value, m: list, targets: set, want: set, block: Block, out: dict, seen: set,
+             root: bool = False) -> None:
+    """v is read at index m (per dimension of v: a host dimension, -1 for index 0, or
+    UNKNOWN); record in out[id(t)] the index maps at which each target value t is read."""
+    key = (id(v), tuple(m))
+    if key in seen:
+        return
+    seen.add(key)
+    if id(v) in targets:
+        out.setdefault(id(v), set()).add(tuple(m))
+        return
+    o = getattr(v, "owner", None)
+    if (id(v) in want and not root) or not isinstance(o, Operation) or o.parent is not block \
+            or o.name == "stablehlo.constant":
+        return
+    vs = _shape(v)
+    if _elementwise(o):
+        for x in o.operands:
+            xs = _shape(x)
+            _collect(x, m if xs == vs else [UNKNOWN] * len(xs) if xs else [], targets, want, block, out, seen)
+        return
+    if o.name == "stablehlo.broadcast_in_dim":
+        x = o.operands[0]
+        xs = _shape(x)
+        xm = [-1 if xs[i] == 1 and vs[d] != 1 else m[d] for i, d in enumerate(o.attr("broadcast_dimensions"))]
+        _collect(x, xm, targets, want, block, out, seen)
+        return
+    if o.name == "stablehlo.transpose":
+        x = o.operands[0]
+        xm = [UNKNOWN] * len(vs)
+        for i, p in enumerate(o.attr("permutation")):
+            xm[p] = m[i]
+        _collect(x, xm, targets, want, block, out, seen)
+        return
+    if o.name == "stablehlo.reshape":
+        x = o.operands[0]
+        xs = _shape(x)
+        if [n for n in xs if n != 1] == [n for n in vs if n != 1]:
+            src = iter([e for e, n in zip(m, vs) if n != 1])
+            _collect(x, [-1 if n == 1 else next(src) for n in xs], targets, want, block, out, seen)
+        else:
+            _collect(x, [UNKNOWN] * len(xs), targets, want, block, out, seen)
+        return
+    for x in o.operands:  # any other op: its operands are read at indices we do not follow
+        if hasattr(x, "type"):
+            _collect(x, [UNKNOWN] * len(_shape(x)), targets, want, block, out, seen)
+    for r in o.regions:
+        for inner in (r.blocks[0].operations if r.blocks else []):
+            for w in inner.walk():
+                for x in w.operands:
+                    if id(x) in targets:
+                        out.setdefault(id(x), set()).add(None)
+
+
+def _reads_of(root_inputs: list, targets: set, want: set, block: Block, root: bool = False) -> dict:
+    out: dict = {}
+    seen: set = set()
+    for v, m in root_inputs:
+        _collect(v, m, targets, want, block, out, seen, root)
+    return out
+
+
+def _candidate(op: Operation, kernels: dict) -> bool:
+    if op.name != "stablehlo.reduce" or len(op.results) != 1:
+        return False
+    # f32/f64: the value in the stack slot is exactly what a buffer would hold (narrower
+    # floats are kept wider in registers and rounded only when stored)
+    return _ty(op.results[0]).element_type.name in ("f32", "f64") and \
+        all(_ty(v).is_static for v in list(op.operands) + list(op.results))
+
+
+def plan(ops: list, want: set, targets: dict, returned: set, block: Block, deps) -> dict:
+    """Decide the row fusions of a block: {id(host op): (outer rank K, [reduce ops in program
+    order])}. Row-fused results are removed from `want` (they get no buffer; the host reads
+    them from stack slots). `deps(op)` gives the ids of materialized values op reads."""
+    from axle.backends.cpu.compiler import KERNELS
+    emitted = [o for o in ops if any(id(r) in want for r in o.results)]
+    readers: dict = {}
+    for o in emitted:
+        for d in deps(o):
+            readers.setdefault(d, []).append(o)
+    host_of: dict = {}  # id(reduce) -> host op
+    map_of: dict = {}  # id(reduce result) -> its index in host dimensions
+    outer: dict = {}  # id(host) -> K
+    for red in reversed(emitted):
+        if not _candidate(red, KERNELS):
+            continue
+        r = red.results[0]
+        if id(r) in targets or id(r) in returned:
+            continue
+        rs = readers.get(id(r), [])
+        if not rs:
+            continue
+        hosts = {id(host_of.get(id(e), e)) for e in rs}
+        if len(hosts) != 1:
+            continue
+        host = host_of.get(id(rs[0]), rs[0])
+        if KERNELS.get(host.name) is not None or len(host.results) != 1 or not _ty(host.results[0]).is_static:
+            continue
+        hshape = _shape(host.results[0])
+        maps = set()
+        for e in rs:
+            if e is host:
+                found = _reads_of([(host.results[0], list(range(len(hshape))))], {id(r)}, want, block, root=True)
+                maps |= found.get(id(r), {None})
+            else:  # a reduction fused into the same host: compose with its own index map
+                n = len(e.results)
+                in_shape = _shape(e.operands[0])
+                dims = set(e.attr("dimensions"))
+                kept = [d for d in range(len(in_shape)) if d not in dims]
+                em_map = map_of[id(e.results[0])]
+                found = _reads_of([(x, list(range(len(in_shape)))) for x in e.operands[:n]], {id(r)}, want, block)
+                for m in found.get(id(r), {None}):
+                    if m is None or any(d is UNKNOWN or (d >= 0 and d not in kept) for d in m):
+                        maps.add(None)
+                    else:
+                        maps.add(tuple(-1 if d < 0 else em_map[kept.index(d)] for d in m))
+        if len(maps) != 1:
+            continue
+        m = next(iter(maps))
+        if m is None or any(d is UNKNOWN for d in m):
+            continue
+        used = {d for d in m if d >= 0}
+        k = max(used) + 1 if used else 0
+        if k == 0 or used != set(range(k)) or outer.get(id(host), k) != k:
+            continue
+        if any(_shape(r)[j] != hshape[d] for j, d in enumerate(m) if d >= 0):
+            continue
+        host_of[id(red)] = host
+        map_of[id(r)] = m
+        outer[id(host)] = k
+    plans: dict = {}
+    order = {id(o): i for i, o in enumerate(ops)}
+    for red_id, host in host_of.items():
+        plans.setdefault(id(host), (outer[id(host)], []))[1].append(next(o for o in emitted if id(o) == red_id))
+    for k, (kk, reds) in plans.items():
+        reds.sort(key=lambda o: order[id(o)])
+        for red in reds:
+            want.discard(id(red.results[0]))
+    return {k: (kk, reds, {id(red.results[0]): map_of[id(red.results[0])] for red in reds})
+            for k, (kk, reds) in plans.items()}
+
+
+def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple) -> None:
+    """Compute reduction `red` at the element its index map picks from the host's outer
+    indices `row`, into a stack slot that value_at reads (ctx.em.scalars)."""
+    from axle.backends.cpu.kernels import Accumulators, _simple_float_add
+    em = ctx.em
+    n = len(red.results)
+    inputs, inits = red.operands[:n], red.operands[n:]
+    dims = sorted(red.attr("dimensions"))
+    in_t = _ty(inputs[0])
+    kept = [d for d in range(in_t.rank) if d not in dims]
+    out_idx = [em.const_i64(0) if d < 0 else row[d] for d in index_map]
+    acc = Accumulators(ctx, red, inits)
+    reassoc = _simple_float_add(red) and dims[-1] == in_t.rank - 1
+
+    def inner(red_idx):
+        full: list = [None] * in_t.rank
+        for d, i in zip(kept, out_idx):
+            full[d] = i
+        for d, i in zip(dims, red_idx):
+            full[d] = i
+        if reassoc:
+            b = em.b
+            total = b.fadd(b.load(acc.slots[0]), em.value_at(inputs[0], full))
+            total.flags.append("reassoc")
+            b.store(total, acc.slots[0])
+        else:
+            acc.combine([em.value_at(v, full) for v in inputs])
+    em.loop_nest([in_t.shape[d] for d in dims], inner)
+    em.scalars[id(red.results[0])] = acc.slots[0]

@@ -1,0 +1,117 @@
+"""Row fusion (row_fusion.py): reductions computed per row inside the kernel reading them."""
+import numpy as np
+import pytest
+
+import axle
+
+SOFTMAX = """
+func.func @main(%x: tensor<37x300xf32>) -> tensor<37x300xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<37x300xf32>, tensor<f32>) -> tensor<37xf32>
+  %m1 = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<37xf32>) -> tensor<37x1xf32>
+  %mb = stablehlo.broadcast_in_dim %m1, dims = [0, 1] : (tensor<37x1xf32>) -> tensor<37x300xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<37x300xf32>
+  %e = stablehlo.exponential %d : tensor<37x300xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [1] : (tensor<37x300xf32>, tensor<f32>) -> tensor<37xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<37xf32>) -> tensor<37x300xf32>
+  %y = stablehlo.divide %e, %sb : tensor<37x300xf32>
+  return %y : tensor<37x300xf32>
+}
+"""
+
+# layernorm over the last axis of a [1, rows, cols] activation, written to a [rows, cols]
+# matrix (the reshape in front of a dense layer): mean and variance, unit dimensions
+LAYERNORM = """
+func.func @main(%x: tensor<1x24x96xf32>, %g: tensor<96xf32>) -> tensor<24x96xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %n = stablehlo.constant dense<96.0> : tensor<1x24xf32>
+  %eps = stablehlo.constant dense<1.0e-5> : tensor<1x24xf32>
+  %s = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [2] : (tensor<1x24x96xf32>, tensor<f32>) -> tensor<1x24xf32>
+  %mean = stablehlo.divide %s, %n : tensor<1x24xf32>
+  %mb = stablehlo.broadcast_in_dim %mean, dims = [0, 1] : (tensor<1x24xf32>) -> tensor<1x24x96xf32>
+  %c = stablehlo.subtract %x, %mb : tensor<1x24x96xf32>
+  %c2 = stablehlo.multiply %c, %c : tensor<1x24x96xf32>
+  %v = stablehlo.reduce(%c2 init: %z) applies stablehlo.add across dimensions = [2] : (tensor<1x24x96xf32>, tensor<f32>) -> tensor<1x24xf32>
+  %var = stablehlo.divide %v, %n : tensor<1x24xf32>
+  %ve = stablehlo.add %var, %eps : tensor<1x24xf32>
+  %r = stablehlo.rsqrt %ve : tensor<1x24xf32>
+  %r1 = stablehlo.reshape %r : (tensor<1x24xf32>) -> tensor<1x24x1xf32>
+  %rb = stablehlo.broadcast_in_dim %r1, dims = [0, 1, 2] : (tensor<1x24x1xf32>) -> tensor<1x24x96xf32>
+  %gb = stablehlo.broadcast_in_dim %g, dims = [2] : (tensor<96xf32>) -> tensor<1x24x96xf32>
+  %y = stablehlo.multiply %c, %rb : tensor<1x24x96xf32>
+  %yg = stablehlo.multiply %y, %gb : tensor<1x24x96xf32>
+  %out = stablehlo.reshape %yg : (tensor<1x24x96xf32>) -> tensor<24x96xf32>
+  return %out : tensor<24x96xf32>
+}
+"""
+
+# the row sums are read by column (%sb[i, j] = s[j]): not a per-row value of the consumer
+BY_COLUMN = """
+func.func @main(%x: tensor<40x40xf32>) -> tensor<40x40xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [1] : (tensor<40x40xf32>, tensor<f32>) -> tensor<40xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [1] : (tensor<40xf32>) -> tensor<40x40xf32>
+  %y = stablehlo.subtract %x, %sb : tensor<40x40xf32>
+  return %y : tensor<40x40xf32>
+}
+"""
+
+# the row sums are read by two kernels (a transpose and a returned value): no single host
+TWO_READERS = """
+func.func @main(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16xf32>) {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [1] : (tensor<16x32xf32>, tensor<f32>) -> tensor<16xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<16xf32>) -> tensor<16x32xf32>
+  %y = stablehlo.divide %x, %sb : tensor<16x32xf32>
+  return %y, %s : tensor<16x32xf32>, tensor<16xf32>
+}
+"""
+
+
+def _top_kernels(exe):
+    return [k for k in exe.program.kernels if k.depth == 0]
+
+
+def _rand(shape, seed=3):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_softmax_is_one_kernel_without_temporaries():
+    x = _rand((37, 300)) * 4
+    exe = axle.compile(SOFTMAX)
+    kernels = _top_kernels(exe)
+    assert len(kernels) == 1 and exe.program.arena_bytes == 0
+    assert sum(1 for o in kernels[0].fused if o.name == "stablehlo.reduce") == 2
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(exe(x), e / e.sum(axis=1, keepdims=True), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(exe(x), axle.interpret(SOFTMAX, x), rtol=2e-6, atol=1e-7)
+
+
+def test_layernorm_chain_with_unit_dimensions():
+    x, g = _rand((1, 24, 96)) + 3, _rand((96,), seed=4)
+    exe = axle.compile(LAYERNORM)
+    assert len(_top_kernels(exe)) == 1 and exe.program.arena_bytes == 0
+    mu = x.mean(axis=2, keepdims=True)
+    ref = ((x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=2, keepdims=True) + 1e-5) * g).reshape(24, 96)
+    np.testing.assert_allclose(exe(x, g), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(exe(x, g), axle.interpret(LAYERNORM, x, g), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("text, kernels", [(BY_COLUMN, 2), (TWO_READERS, 2)])
+def test_not_row_fused_when_not_a_per_row_value(text, kernels):
+    x = _rand((40, 40) if text is BY_COLUMN else (16, 32))
+    exe = axle.compile(text)
+    assert len(_top_kernels(exe)) == kernels
+    got, want = exe.execute([x]), axle.interpret(text, x)
+    want = want if isinstance(want, (list, tuple)) else [want]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_row_fused_softmax_parallel_matches_serial(monkeypatch):
+    x = _rand((64, 700))
+    serial = axle.compile(SOFTMAX.replace("37", "64").replace("300", "700"))(x)
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=true")
+    par = axle.compile(SOFTMAX.replace("37", "64").replace("300", "700"))
+    np.testing.assert_array_equal(par(x), serial)
