@@ -2,6 +2,8 @@
 one entry function. Loop-carried values live in the while op's result buffers; a body
 iteration writes its results to scratch buffers first and copies them back, so every
 carried value is read from the previous iteration (the spec's parallel assignment).
+A value the body passes through unchanged (`return ..., %arg_k, ...` at position k: loop
+invariants such as the weights of a scan) stays in its buffer: no scratch, no copies.
 """
 from __future__ import annotations
 
@@ -27,7 +29,11 @@ def while_(ctx: Context, op: Operation) -> None:
     for blk in (cond.blocks[0], body.blocks[0]):
         for a, buf in zip(blk.arguments, carried):
             em.buffers[id(a)] = buf
-    scratch = [ctx.temp(_ty(r)) for r in op.results]
+    rets = body.blocks[0].operations[-1].operands
+    args = body.blocks[0].arguments
+    through = [ret is arg for ret, arg in zip(rets, args)]
+    tokens = [None if t else object() for t in through]  # names the scratch buffers
+    scratch = [None if t else ctx.temp(_ty(r), tok) for r, t, tok in zip(op.results, through, tokens)]
     head = b.append_basic_block("while.cond")
     loop = b.append_basic_block("while.body")
     done = b.append_basic_block("while.end")
@@ -38,10 +44,15 @@ def while_(ctx: Context, op: Operation) -> None:
     b.position_at_end(loop)
     ctx.emit_block(body.blocks[0], scratch)
     for r, s, dst in zip(op.results, scratch, carried):
+        if s is None:
+            continue
         t = _ty(r)
         em.loop_nest(list(t.shape), lambda idx, s=s, dst=dst, t=t: _copy_elem(em, s, dst, t, idx))
     b.branch(head)
     b.position_at_end(done)
+    for tok in tokens:
+        if tok is not None:
+            ctx.release(tok)
 
 
 def _copy_elem(em, src, dst, t, idx):
