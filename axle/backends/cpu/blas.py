@@ -161,7 +161,7 @@ def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
     """One gemm per batch; large ones shared across threads by batch or by rows."""
     import numpy as np
 
-    from axle.backends.cpu.parallel import split_ranges
+    from axle.backends.cpu.parallel import split_ranges, thread_count
     batch, m, n, k, p, lhs_t, rhs_t = shape
     em = ctx.em
     et = _ty(op.results[0]).element_type
@@ -190,5 +190,7 @@ def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
     if batch > 1:
         split_ranges(ctx, batch, work, lambda lo, hi: em.for_range_dynamic(lo, hi, lambda bi: one(bi)))
     else:
-        split_ranges(ctx, m, work, lambda lo, hi: one(ir.Constant(i64, 0), lo, hi))
+        # one block of rows per thread: GEMMs of a few rows run far below BLAS's peak
+        split_ranges(ctx, m, work, lambda lo, hi: one(ir.Constant(i64, 0), lo, hi),
+                     chunks=max(2, min(thread_count(), m // 32)))
     ctx.mark_library(f"blas.{p}gemm")

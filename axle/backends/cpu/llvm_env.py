@@ -15,7 +15,7 @@ import llvmlite.binding as llvm
 
 from axle.profiler import phase
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entrant: building the thread pool links code too
 
 
 @lru_cache(maxsize=None)

@@ -1,28 +1,34 @@
-"""Both cores for large kernels: loops split across threads of the OpenMP runtime.
+"""Both cores for large kernels: loops split into chunks that threads of axle's own pool claim.
 
-A kernel whose loop nest is large enough (PARALLEL_MIN_WORK element-operations) runs as
-`GOMP_parallel(body, table, 0, 0)` (through a variable: see available()): libgomp (GCC's OpenMP runtime, present wherever gcc
-is) keeps a pool of threads, so a parallel kernel costs a wake-up (microseconds), not a
-thread start. Each thread runs `body(table)` on its own contiguous share of one loop
-dimension (`omp_get_thread_num` / `omp_get_num_threads`). Shares never overlap and each
-writes only the output elements of its range, so results do not depend on the thread
-count: every output element is computed by one thread in the same order as serially.
+A kernel whose loop nest is large enough (PARALLEL_MIN_WORK element-operations) has one
+dimension cut into chunks, and its loop over a chunk becomes a function
+`body(table, chunk, n_chunks, worker)`. The kernel calls `axle_pool_run(body, table,
+n_chunks)`: the calling thread publishes the job and, like every worker, claims chunks
+one at a time (a compare-and-swap on one word holding the job's generation and the next
+chunk) until none are left, then waits only for the chunks other threads have claimed.
 
-Thread count: libgomp's default (OMP_NUM_THREADS, else one per core). If libgomp cannot
-be loaded the code is simply serial. The runtime's symbols are bound by the JIT at link
-time (llvm_env.EXTERNAL_SYMBOLS), so object code in the disk cache stays valid.
-Off by default (`AXLE_FLAGS=--cpu_parallel=true` turns it on): on the 2-core development
-machine, shared with other work, a split kernel waits for its slowest thread and whole
-programs ran 1.5-3x slower than serial code; on a quiet machine with more cores the split
-pays. GEMMs always run single-threaded per call (blas.py), so that BLAS's own thread pool
-never competes with anything.
+Why not OpenMP (libgomp, used before): its fork/join waits for every thread of the team.
+On a virtual machine whose second core is often taken away by the host (the development
+machine shows 20-35% steal time under load), a static split waits milliseconds for a
+thread that has not even started; a sleeping thread takes ~0.4 ms to wake. Here a thread
+that arrives late finds no chunk left and costs nothing, so a split kernel is never much
+slower than the serial one, and up to the thread count faster.
+
+Workers spin (with `pause`) for about a millisecond after their last chunk, then sleep on
+a futex that the next job wakes. Each output element is computed by one chunk, in the
+serial order within it, so results do not depend on the number of threads or on which
+thread ran what (tested bit for bit). Thread count: AXLE_NUM_THREADS, else one per core
+the process may run on (at most 16). In a fork()ed child (multiprocessing workers) the
+pool has no workers and the calling thread runs every chunk itself. The pool's entry
+point is bound by the JIT at link time (llvm_env.EXTERNAL_SYMBOLS), so object code in the
+disk cache stays valid. GEMMs run single-threaded per call (blas.py): rows are split
+here, so BLAS's own thread pool never competes with this one.
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
-from functools import lru_cache
+import threading
 
 from llvmlite import ir
 
@@ -30,53 +36,230 @@ from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 from axle.backends.cpu.scalar import I8, I64
 
 PARALLEL_MIN_WORK = 1 << 16  # elements x ops per element below which a kernel stays serial
-I32 = ir.IntType(32)
-SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+CHUNKS = 16  # chunks of a split loop (fewer when the dimension is shorter)
+SPIN = 20000  # pause instructions a worker spins through before sleeping (about 1 ms)
+SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
+
+_POOL_IR = r"""
+@pool_state = internal global i64 0, align 64
+@pool_fn = internal global ptr null, align 64
+@pool_data = internal global ptr null, align 8
+@pool_n = internal global i64 0, align 8
+@pool_done = internal global i64 0, align 64
+@pool_seq = internal global i32 0, align 64
+@pool_sleepers = internal global i32 0, align 64
+@pool_workers = internal global i64 0, align 64
+@pool_spin = internal global i64 0, align 8
+
+declare i64 @axle_syscall(i64, ptr, i64, i64, ptr)
+declare void @llvm.x86.sse2.pause()
+
+define internal void @pause() {
+  PAUSE
+  ret void
+}
+
+; run chunks of job `gen` until none is left (or a newer job replaced it)
+define internal void @claim(i64 %gen, i64 %wid) {
+entry:
+  br label %loop
+loop:
+  %s = load atomic i64, ptr @pool_state acquire, align 8
+  %g = lshr i64 %s, 32
+  %same = icmp eq i64 %g, %gen
+  br i1 %same, label %check, label %out
+check:
+  %i = and i64 %s, 4294967295
+  %n = load atomic i64, ptr @pool_n monotonic, align 8
+  %more = icmp ult i64 %i, %n
+  br i1 %more, label %try, label %out
+try:
+  %s1 = add i64 %s, 1
+  %r = cmpxchg ptr @pool_state, i64 %s, i64 %s1 acq_rel acquire
+  %ok = extractvalue { i64, i1 } %r, 1
+  br i1 %ok, label %run, label %loop
+run:
+  %fn = load atomic ptr, ptr @pool_fn monotonic, align 8
+  %data = load atomic ptr, ptr @pool_data monotonic, align 8
+  call void %fn(ptr %data, i64 %i, i64 %n, i64 %wid)
+  %old = atomicrmw add ptr @pool_done, i64 1 release
+  br label %loop
+out:
+  ret void
+}
+
+define void @axle_pool_run(ptr %fn, ptr %data, i64 %n) {
+entry:
+  %w = load atomic i64, ptr @pool_workers monotonic, align 8
+  %solo = icmp eq i64 %w, 0
+  br i1 %solo, label %serial, label %publish
+serial:
+  %c = phi i64 [ 0, %entry ], [ %c1, %serial.body ]
+  %more = icmp ult i64 %c, %n
+  br i1 %more, label %serial.body, label %exit
+serial.body:
+  call void %fn(ptr %data, i64 %c, i64 %n, i64 0)
+  %c1 = add i64 %c, 1
+  br label %serial
+publish:
+  %s = load atomic i64, ptr @pool_state monotonic, align 8
+  %g = lshr i64 %s, 32
+  %g1 = add i64 %g, 1
+  %gen = and i64 %g1, 4294967295
+  store atomic ptr %fn, ptr @pool_fn monotonic, align 8
+  store atomic ptr %data, ptr @pool_data monotonic, align 8
+  store atomic i64 %n, ptr @pool_n monotonic, align 8
+  store atomic i64 0, ptr @pool_done monotonic, align 8
+  %ns = shl i64 %gen, 32
+  store atomic i64 %ns, ptr @pool_state seq_cst, align 8
+  %g32 = trunc i64 %gen to i32
+  store atomic i32 %g32, ptr @pool_seq seq_cst, align 4
+  %sl = load atomic i32, ptr @pool_sleepers seq_cst, align 4
+  %any = icmp ne i32 %sl, 0
+  br i1 %any, label %wake, label %work
+wake:
+  %x = call i64 @axle_syscall(i64 SYS_FUTEX, ptr @pool_seq, i64 FUTEX_WAKE, i64 2147483647, ptr null)
+  br label %work
+work:
+  call void @claim(i64 %gen, i64 0)
+  br label %wait
+wait:
+  %d = load atomic i64, ptr @pool_done acquire, align 8
+  %fin = icmp uge i64 %d, %n
+  br i1 %fin, label %exit, label %spin
+spin:
+  call void @pause()
+  br label %wait
+exit:
+  ret void
+}
+
+define void @axle_pool_worker(i64 %wid) {
+entry:
+  %seenp = alloca i64, align 8
+  %cnt = alloca i64, align 8
+  %s0 = load atomic i64, ptr @pool_state acquire, align 8
+  %g0 = lshr i64 %s0, 32
+  store i64 %g0, ptr %seenp
+  store i64 0, ptr %cnt
+  br label %poll
+poll:
+  %s = load atomic i64, ptr @pool_state acquire, align 8
+  %g = lshr i64 %s, 32
+  %seen = load i64, ptr %seenp
+  %new = icmp ne i64 %g, %seen
+  br i1 %new, label %job, label %idle
+job:
+  store i64 %g, ptr %seenp
+  call void @claim(i64 %g, i64 %wid)
+  store i64 0, ptr %cnt
+  br label %poll
+idle:
+  %c = load i64, ptr %cnt
+  %c1 = add i64 %c, 1
+  store i64 %c1, ptr %cnt
+  %lim = load atomic i64, ptr @pool_spin monotonic, align 8
+  %long = icmp ugt i64 %c1, %lim
+  br i1 %long, label %sleep, label %relax
+relax:
+  call void @pause()
+  br label %poll
+sleep:
+  %o = atomicrmw add ptr @pool_sleepers, i32 1 seq_cst
+  %s2 = load atomic i64, ptr @pool_state seq_cst, align 8
+  %g2 = lshr i64 %s2, 32
+  %seen2 = load i64, ptr %seenp
+  %new2 = icmp ne i64 %g2, %seen2
+  br i1 %new2, label %awake, label %wait
+wait:
+  %seen32 = and i64 %seen2, 4294967295
+  %r = call i64 @axle_syscall(i64 SYS_FUTEX, ptr @pool_seq, i64 FUTEX_WAIT, i64 %seen32, ptr null)
+  br label %awake
+awake:
+  %o2 = atomicrmw sub ptr @pool_sleepers, i32 1 seq_cst
+  store i64 0, ptr %cnt
+  br label %poll
+}
+
+define void @axle_pool_configure(i64 %workers, i64 %spin) {
+  store atomic i64 %spin, ptr @pool_spin monotonic, align 8
+  store atomic i64 %workers, ptr @pool_workers seq_cst, align 8
+  ret void
+}
+"""
+
+_LOCK = threading.RLock()
+_STATE: dict = {}  # "ready": bool once tried; "handle", "configure", "threads"
 
 
-@lru_cache(maxsize=None)
-def available() -> bool:
-    """Load libgomp (once) and register its entry points; False when it is missing."""
-    # idle workers spin this many iterations before sleeping: short, so that spinning
-    # threads do not steal the cores from BLAS calls that follow a parallel kernel
-    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
-    name = ctypes.util.find_library("gomp") or "libgomp.so.1"
+def thread_count() -> int:
+    """Threads a split kernel may use: AXLE_NUM_THREADS, else the cores this process may
+    run on, at most max_threads()."""
+    env = os.environ.get("AXLE_NUM_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"AXLE_NUM_THREADS: expected a positive integer, got {env!r}") from None
+        if n < 1:
+            raise ValueError(f"AXLE_NUM_THREADS: expected a positive integer, got {env!r}")
+        return min(n, max_threads())
     try:
-        lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-        addrs = {s: ctypes.cast(getattr(lib, s), ctypes.c_void_p).value for s in SYMBOLS}
-    except (OSError, AttributeError):
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, max_threads()))
+
+
+def available() -> bool:
+    """Build the pool's runtime and start its workers (once per process); False where it
+    cannot run (one core, not x86-64 Linux)."""
+    if "ready" in _STATE:
+        return _STATE["ready"]
+    with _LOCK:
+        if "ready" in _STATE:
+            return _STATE["ready"]
+        _STATE["ready"] = False  # while building: the link below asks again and must not recurse
+        try:
+            _STATE["ready"] = _start()
+        except (OSError, AttributeError, RuntimeError):
+            _STATE["ready"] = False
+        return _STATE["ready"]
+
+
+def _start() -> bool:
+    import platform
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         return False
-    for s, a in addrs.items():
-        EXTERNAL_SYMBOLS["axle_" + s] = a
-    # Generated code calls the runner through this variable, not GOMP_parallel directly:
-    # libgomp's thread pool does not survive fork(), so a forked child (multiprocessing
-    # workers) switches the variable to a serial runner that calls the body once, as thread
-    # 0 of 1 (what omp_get_thread_num / omp_get_num_threads answer outside a parallel region).
-    _RUNNER.value = addrs["GOMP_parallel"]
-    EXTERNAL_SYMBOLS["axle_parallel_runner"] = ctypes.addressof(_RUNNER)
-    os.register_at_fork(after_in_child=_serial_after_fork)
+    workers = thread_count() - 1
+    if workers < 1:
+        return False
+    from axle.backends.cpu.llvm_env import compile_ir
+    libc = ctypes.CDLL(None)
+    EXTERNAL_SYMBOLS["axle_syscall"] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
+    text = (_POOL_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
+            .replace("SYS_FUTEX", str(SYS_FUTEX)).replace("FUTEX_WAKE", str(FUTEX_WAKE_PRIVATE))
+            .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)))
+    handle, addrs, _ = compile_ir(text, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"])
+    configure = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(addrs["axle_pool_configure"])
+    worker = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addrs["axle_pool_worker"])
+    configure(workers, SPIN)
+    threads = []
+    for wid in range(1, workers + 1):  # they run native code forever, without the GIL
+        t = threading.Thread(target=worker, args=(wid,), name=f"axle-pool-{wid}", daemon=True)
+        t.start()
+        threads.append(t)
+    _STATE.update(handle=handle, configure=configure, worker=worker, threads=threads)
+    EXTERNAL_SYMBOLS["axle_pool_run"] = addrs["axle_pool_run"]
+    os.register_at_fork(after_in_child=_no_workers_after_fork)
     return True
 
 
-_RUNNER = ctypes.c_void_p(0)
-_SERIAL: list = []
-
-
-def _serial_runner_address() -> int:
-    if not _SERIAL:
-        from axle.backends.cpu.llvm_env import compile_ir
-        text = """
-define void @axle_serial_runner(void (i8*)* %fn, i8* %data, i32 %n, i32 %flags) {
-  call void %fn(i8* %data)
-  ret void
-}"""
-        handle, addrs, _ = compile_ir(text, ["axle_serial_runner"])
-        _SERIAL.extend([handle, addrs["axle_serial_runner"]])
-    return _SERIAL[1]
-
-
-def _serial_after_fork() -> None:
-    _RUNNER.value = _serial_runner_address()
+def _no_workers_after_fork() -> None:
+    """A fork()ed child has no worker threads: its caller runs every chunk."""
+    configure = _STATE.get("configure")
+    if configure is not None:
+        configure(0, SPIN)
 
 
 def enabled() -> bool:
@@ -97,10 +280,6 @@ def outer_dim(shape) -> int:
     return 0
 
 
-def _declare(mod: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
-    return mod.globals.get(name) or ir.Function(mod, fnty, name)
-
-
 def split_loop(ctx, shape: list, dim: int, body, work_per_element: int = 1) -> None:
     """Emit `for idx in ndindex(shape): body(idx)`, with dimension `dim` shared across
     threads when the nest is big enough (and we are in a top-level kernel function)."""
@@ -116,11 +295,12 @@ def split_loop(ctx, shape: list, dim: int, body, work_per_element: int = 1) -> N
                  lambda lo, hi: ctx.em.loop_nest_range(list(shape), dim, lo, hi, body))
 
 
-def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0) -> None:
+def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int = 0) -> None:
     """emit(lo, hi) emits the loops for indices [lo, hi) of a dimension of extent n. Runs
-    once over [0, n) serially, or in each thread over its share when `work` is large.
-    With `max_threads`, at most that many threads get work and emit(lo, hi, tid) also
-    receives the thread's number (below max_threads: an index into per-thread scratch)."""
+    once over [0, n) serially, or as chunks claimed by the pool's threads when `work` is
+    large (`chunks` of them, default CHUNKS; never more than n).
+    With `max_threads`, there are at most that many chunks and emit(lo, hi, k) also gets
+    the chunk's number k < max_threads: an index into per-chunk scratch space."""
     em = ctx.em
     if not ctx.in_kernel_function or work < PARALLEL_MIN_WORK or n < 2 or not enabled():
         if max_threads:
@@ -128,35 +308,27 @@ def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0) -> None:
         else:
             emit(em.const_i64(0), em.const_i64(n))
         return
+    n_chunks = min(n, chunks or CHUNKS)
+    if max_threads:
+        n_chunks = min(n_chunks, max_threads)
     p8 = I8.as_pointer()
     outer = ctx.b
-    fn = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [p8.as_pointer()]),
+    fn = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [p8.as_pointer(), I64, I64, I64]),
                      ctx.mod.get_unique_name(outer.function.name + ".par"))
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     with ctx.function_scope(fn, call=False):
         b = ctx.b
-        tid = b.zext(b.call(_declare(ctx.mod, "axle_omp_get_thread_num", ir.FunctionType(I32, [])), []), I64)
-        nt = b.zext(b.call(_declare(ctx.mod, "axle_omp_get_num_threads", ir.FunctionType(I32, [])), []), I64)
-        total = em.const_i64(n)
+        chunk = fn.args[1]
+        # chunk k covers [k n / n_chunks, (k + 1) n / n_chunks): sizes differ by at most one
+        lo = b.udiv(b.mul(chunk, em.const_i64(n)), em.const_i64(n_chunks))
+        hi = b.udiv(b.mul(b.add(chunk, em.const_i64(1)), em.const_i64(n)), em.const_i64(n_chunks))
         if max_threads:
-            cap = em.const_i64(max_threads)
-            nt = b.select(b.icmp_unsigned("<", nt, cap), nt, cap)
-        chunk = b.udiv(b.add(total, b.sub(nt, em.const_i64(1))), nt)
-        lo = b.mul(tid, chunk)  # threads numbered nt and above get an empty range
-        hi = b.add(lo, chunk)
-        lo = b.select(b.icmp_unsigned("<", lo, total), lo, total)
-        hi = b.select(b.icmp_unsigned("<", hi, total), hi, total)
-        if max_threads:
-            emit(lo, hi, b.select(b.icmp_unsigned("<", tid, cap), tid, em.const_i64(0)))
+            emit(lo, hi, chunk)
         else:
             emit(lo, hi)
-    fnty = ir.FunctionType(ir.VoidType(), [p8])
-    runner_ty = ir.FunctionType(ir.VoidType(), [fnty.as_pointer(), p8, I32, I32]).as_pointer()
-    var = ctx.mod.globals.get("axle_parallel_runner")
-    if var is None:
-        var = ir.GlobalVariable(ctx.mod, runner_ty, "axle_parallel_runner")  # external: bound at link
+    run = ctx.mod.globals.get("axle_pool_run")
+    if run is None:  # external: bound at link time
+        run = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [p8, p8, I64]), "axle_pool_run")
     b = ctx.b
-    runner = b.load(var)
-    b.call(runner, [b.bitcast(fn, fnty.as_pointer()), b.bitcast(ctx.table, p8), ir.Constant(I32, 0),
-                    ir.Constant(I32, 0)])
+    b.call(run, [b.bitcast(fn, p8), b.bitcast(ctx.table, p8), em.const_i64(n_chunks)])
