@@ -25,9 +25,9 @@ FLAGS = {f.name: f for f in [
     Flag("dump_pass_regex", None, "also dump the module after every pass whose name matches this regex"),
     Flag("verify_each_pass", False, "run the verifier after every pass (tests turn this on)"),
     Flag("cpu_device_count", 1, "number of CPU devices the CPU backend exposes"),
-    Flag("cpu_parallel", False, "split large CPU kernels across cores (OpenMP runtime; thread "
-                                "count from OMP_NUM_THREADS, default one per core). Off by default: "
-                                "on the shared 2-core machine it was measured slower (benchmarks/RESULTS.md)"),
+    Flag("cpu_parallel", True, "split large CPU kernels into chunks run by axle's thread pool "
+                               "(thread count from AXLE_NUM_THREADS, default one per core); "
+                               "false: every kernel runs on the calling thread"),
 ]}
 
 

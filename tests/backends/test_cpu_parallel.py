@@ -38,6 +38,14 @@ PROGRAMS = {
       %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<20x37xf32>, tensor<20x23xf32>) -> tensor<37x23xf32>
       return %0 : tensor<37x23xf32>
     }""", [(20, 37), (20, 23)]),
+    "gemm_columns": ("""func.func @main(%a: tensor<9x20xf32>, %b: tensor<20x75xf32>) -> tensor<9x75xf32> {
+      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<9x20xf32>, tensor<20x75xf32>) -> tensor<9x75xf32>
+      return %0 : tensor<9x75xf32>
+    }""", [(9, 20), (20, 75)]),
+    "gemm_columns_rhs_transposed": ("""func.func @main(%a: tensor<9x20xf32>, %b: tensor<75x20xf32>) -> tensor<9x75xf32> {
+      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [1] : (tensor<9x20xf32>, tensor<75x20xf32>) -> tensor<9x75xf32>
+      return %0 : tensor<9x75xf32>
+    }""", [(9, 20), (75, 20)]),
     "gemm_batches": ("""func.func @main(%a: tensor<5x17x20xf32>, %b: tensor<5x20x23xf32>) -> tensor<5x17x23xf32> {
       %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<5x17x20xf32>, tensor<5x20x23xf32>) -> tensor<5x17x23xf32>
       return %0 : tensor<5x17x23xf32>
@@ -53,7 +61,7 @@ PROGRAMS = {
 
 def _compile(text, min_work, monkeypatch):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", min_work)
-    monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=true")  # off by default
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=true")  # the default, unless the environment says otherwise
     with disk_cache.disabled():
         cpu_exe.clear_memory_cache()
         exe = axle.compile(text)
@@ -81,3 +89,51 @@ def test_parallel_equals_serial_and_interpreter(name, monkeypatch):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_programs_called_from_several_threads_at_once(monkeypatch):
+    """The pool runs one job at a time; a caller finding it busy runs its chunks itself."""
+    import threading
+    text, shapes = PROGRAMS["elementwise"]
+    r = np.random.default_rng(8)
+    args = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    par = _compile(text, 1, monkeypatch)
+    want = _compile(text, 1 << 62, monkeypatch)(*args)
+    bad = []
+
+    def run():
+        for _ in range(200):
+            if not np.array_equal(par(*args), want):
+                bad.append(1)
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+def test_forked_child_runs_split_kernels_without_workers(monkeypatch):
+    """fork() keeps only the calling thread: the child's pool has no workers, and its caller
+    runs every chunk (instead of waiting for threads that do not exist)."""
+    import multiprocessing
+    text, shapes = PROGRAMS["elementwise"]
+    r = np.random.default_rng(9)
+    args = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    par = _compile(text, 1, monkeypatch)
+    want = par(*args)  # the parent's pool has run it (workers started)
+    _FORKED[:] = [par, args]  # inherited by the child (executables do not pickle)
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            got = pool.apply_async(_run_forked).get(timeout=60)
+    finally:
+        _FORKED.clear()
+    np.testing.assert_array_equal(got, want)
+
+
+_FORKED: list = []
+
+
+def _run_forked():
+    exe, args = _FORKED
+    return exe(*args)

@@ -123,10 +123,11 @@ def _gemm_function(ctx, p: str):
 
 
 def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
-              out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None) -> None:
+              out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, n_count=None) -> None:
     """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional);
-    lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` (an i64
-    value) computes only that many rows, starting at the offsets (a thread's share)."""
+    lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` / `n_count`
+    (i64 values) compute only that many rows / columns, starting at the offsets (a thread's
+    share)."""
     em, b = ctx.em, ctx.b
     p8 = ir.IntType(8).as_pointer()
 
@@ -144,6 +145,7 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         b.call(setter, [ir.Constant(I32, 1)])
     dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
     rows = dims[m] if m_count is None else slot(I32, b.trunc(m_count, I32))
+    cols = dims[n] if n_count is None else slot(I32, b.trunc(n_count, I32))
     alpha = b.bitcast(slot(S.reg_type(et), S.constant(et, 1)), p8)
     beta = b.bitcast(slot(S.reg_type(et), S.constant(et, 0)), p8)
 
@@ -151,10 +153,16 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         base = b.bitcast(base, p8)
         return base if off is None else b.gep(base, [off], inbounds=True)
     # column-major view: out^T[n, m] = op(rhs^T) @ op(lhs^T)
-    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), dims[n], rows, dims[k], alpha,
+    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), cols, rows, dims[k], alpha,
                                     at(rhs, rhs_offset), dims[k] if rhs_t else dims[n],
                                     at(lhs, lhs_offset), dims[m] if lhs_t else dims[k],
                                     beta, at(out, out_offset), dims[n]])
+
+
+COLUMN_BLOCK = 16  # a column split of a GEMM cuts at multiples of this many columns
+# blocks of a split GEMM per thread: more blocks run less efficiently, but a thread that
+# the host takes away mid-block delays the call by less (parallel.py)
+GEMM_CHUNKS_PER_THREAD = 4
 
 
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
@@ -186,11 +194,24 @@ def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
         orow = b.mul(lo, ir.Constant(i64, n * itemsize))
         call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k, lrow), off(k * n), off(m * n, orow),
                   lhs_t, rhs_t, m_count=b.sub(hi, lo))
+    def columns(lo, hi):  # columns [16 lo, min(16 hi, n)) of the result
+        b = ctx.b
+        lo16 = b.mul(lo, ir.Constant(i64, COLUMN_BLOCK))
+        hi16 = b.mul(hi, ir.Constant(i64, COLUMN_BLOCK))
+        hi16 = b.select(b.icmp_unsigned("<", hi16, ir.Constant(i64, n)), hi16, ir.Constant(i64, n))
+        lhs, rhs, out = bufs()
+        rcol = b.mul(lo16, ir.Constant(i64, (k if rhs_t else 1) * itemsize))
+        ocol = b.mul(lo16, ir.Constant(i64, itemsize))
+        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, None, rcol, ocol, lhs_t, rhs_t, n_count=b.sub(hi16, lo16))
     work = batch * m * n * k // 8
+    threads = thread_count()
     if batch > 1:
         split_ranges(ctx, batch, work, lambda lo, hi: em.for_range_dynamic(lo, hi, lambda bi: one(bi)))
+    elif n >= m and n >= 2 * COLUMN_BLOCK:
+        # one block of columns per thread (wide results: each thread packs all of lhs once)
+        split_ranges(ctx, (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK, work, columns, chunks=GEMM_CHUNKS_PER_THREAD * threads)
     else:
         # one block of rows per thread: GEMMs of a few rows run far below BLAS's peak
         split_ranges(ctx, m, work, lambda lo, hi: one(ir.Constant(i64, 0), lo, hi),
-                     chunks=max(2, min(thread_count(), m // 32)))
+                     chunks=max(2, min(GEMM_CHUNKS_PER_THREAD * threads, m // 32)))
     ctx.mark_library(f"blas.{p}gemm")

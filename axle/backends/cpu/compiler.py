@@ -732,7 +732,8 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
         em.loop_nest(shape[k:], lambda inner: body(outer + inner))
         for red in reds:
             del em.scalars[id(red.results[0])]
-    split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * (1 + len(reds)))
+    inner = int(np.prod(shape[k:], dtype=np.int64))
+    split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * inner * (1 + len(reds)))
 
 
 KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special')

@@ -147,13 +147,15 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
         for p, t, x in zip(ptrs, out_ts, new):
             S.store(b, x, p, t.element_type)
 
-    from axle.backends.cpu.parallel import split_ranges
+    from axle.backends.cpu.parallel import split_ranges, thread_count
     total = 1
     for d in in_t.shape:
         total *= d
-    split_ranges(ctx, in_t.shape[-1], total,
-                 lambda lo, hi: (em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init),
-                                 em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step)))
+    # one wide block of columns per thread: narrow blocks read each row in short pieces
+    def columns(lo, hi):
+        em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init)
+        em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step)
+    split_ranges(ctx, in_t.shape[-1], total, columns, chunks=thread_count())
 
 
 def _check_dot(op: Operation) -> None:

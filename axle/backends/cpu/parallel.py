@@ -19,7 +19,9 @@ a futex that the next job wakes. Each output element is computed by one chunk, i
 serial order within it, so results do not depend on the number of threads or on which
 thread ran what (tested bit for bit). Thread count: AXLE_NUM_THREADS, else one per core
 the process may run on (at most 16). In a fork()ed child (multiprocessing workers) the
-pool has no workers and the calling thread runs every chunk itself. The pool's entry
+pool has no workers and the calling thread runs every chunk itself; so does a thread that
+finds the pool busy with another thread's kernel (programs run from several threads, as
+the CPU devices of a collective do). The pool's entry
 point is bound by the JIT at link time (llvm_env.EXTERNAL_SYMBOLS), so object code in the
 disk cache stays valid. GEMMs run single-threaded per call (blas.py): rows are split
 here, so BLAS's own thread pool never competes with this one.
@@ -50,6 +52,7 @@ _POOL_IR = r"""
 @pool_sleepers = internal global i32 0, align 64
 @pool_workers = internal global i64 0, align 64
 @pool_spin = internal global i64 0, align 8
+@pool_busy = internal global i32 0, align 64
 
 declare i64 @axle_syscall(i64, ptr, i64, i64, ptr)
 declare void @llvm.x86.sse2.pause()
@@ -88,13 +91,19 @@ out:
   ret void
 }
 
+; one job at a time: a caller that finds the pool busy (another thread's program is
+; running a split kernel) runs its chunks itself
 define void @axle_pool_run(ptr %fn, ptr %data, i64 %n) {
 entry:
   %w = load atomic i64, ptr @pool_workers monotonic, align 8
   %solo = icmp eq i64 %w, 0
-  br i1 %solo, label %serial, label %publish
+  br i1 %solo, label %serial, label %lock
+lock:
+  %l = cmpxchg ptr @pool_busy, i32 0, i32 1 acquire monotonic
+  %mine = extractvalue { i32, i1 } %l, 1
+  br i1 %mine, label %publish, label %serial
 serial:
-  %c = phi i64 [ 0, %entry ], [ %c1, %serial.body ]
+  %c = phi i64 [ 0, %entry ], [ 0, %lock ], [ %c1, %serial.body ]
   %more = icmp ult i64 %c, %n
   br i1 %more, label %serial.body, label %exit
 serial.body:
@@ -126,10 +135,13 @@ work:
 wait:
   %d = load atomic i64, ptr @pool_done acquire, align 8
   %fin = icmp uge i64 %d, %n
-  br i1 %fin, label %exit, label %spin
+  br i1 %fin, label %unlock, label %spin
 spin:
   call void @pause()
   br label %wait
+unlock:
+  store atomic i32 0, ptr @pool_busy release, align 4
+  ret void
 exit:
   ret void
 }
