@@ -30,7 +30,7 @@ SPECIALS = np.array([
     F32.tiny, -F32.tiny, F32.smallest_subnormal, -F32.smallest_subnormal, 3 * F32.smallest_subnormal,
     F32.tiny / 3, -F32.tiny / 3, F32.max, -F32.max, F32.eps, -F32.eps, 1e-30, -1e-30, 1e-8, -1e-8,
     # exp / expm1 / logistic: overflow, the last normal and the last denormal results
-    88.72283, 88.72284, 88.7, 89.0, -87.33654, -87.33655, -103.27893, -103.972, -103.973, -104.0,
+    88.72283, 88.72284, 88.7, 89.0, -87.33654, -87.33655, -103.27893, -103.972, -103.973, -104.0, -1e9,
     -17.33, -17.34, 0.3465736, -0.3465736, 0.35, -0.35,
     # log / log1p: the reduction's boundaries, -1 and below
     0.70710677, 0.7071068, 1.4142135, 1.4142137, -0.9999999, -1.0000001, -0.29289323, 0.41421357,
