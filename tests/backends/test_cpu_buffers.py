@@ -170,3 +170,37 @@ def test_loop_invariant_carried_values_need_no_scratch():
     # result, plus the counter's; a scratch for %b would be a fourth
     assert exe.program.arena_bytes <= 3 * 64 * 64 * 4 + 1024
     np.testing.assert_allclose(exe(x, w), axle.interpret(LOOP_INVARIANT, x, w), rtol=1e-5, atol=1e-5)
+
+
+# in program order both dot results are live at once; run in the order dot, its reduction,
+# dot, its reduction, one 64 KiB buffer serves both
+TWO_BRANCHES = """
+func.func @main(%x: tensor<64x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<64x256xf32>) -> (tensor<256xf32>, tensor<256xf32>) {
+  %a = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x256xf32>) -> tensor<64x256xf32>
+  %b = stablehlo.dot_general %x, %w2, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x256xf32>) -> tensor<64x256xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %ta = stablehlo.tanh %a : tensor<64x256xf32>
+  %c = stablehlo.reduce(%ta init: %z) applies stablehlo.add across dimensions = [0] : (tensor<64x256xf32>, tensor<f32>) -> tensor<256xf32>
+  %tb = stablehlo.tanh %b : tensor<64x256xf32>
+  %d = stablehlo.reduce(%tb init: %z) applies stablehlo.add across dimensions = [0] : (tensor<64x256xf32>, tensor<f32>) -> tensor<256xf32>
+  return %c, %d : tensor<256xf32>, tensor<256xf32>
+}
+"""
+
+
+def test_kernels_are_scheduled_for_low_peak_memory(monkeypatch):
+    from axle.backends.cpu import compiler
+    from axle.backends.cpu import executable as cpu_exe
+    args = _rand((64, 64), (64, 256), (64, 256))
+    exe = axle.compile(TWO_BRANCHES)
+    assert exe.program.arena_bytes == 64 * 256 * 4
+    assert [k.op.name.split(".")[-1] for k in exe.program.kernels] == ["dot_general", "reduce"] * 2
+    want = axle.interpret(TWO_BRANCHES, *args)
+    for got, ref in zip(exe(*args), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    monkeypatch.setattr(compiler, "SCHEDULE", False)  # program order: both dots live at once
+    cpu_exe.clear_memory_cache()
+    from axle.backends.cpu import disk_cache
+    with disk_cache.disabled():
+        assert axle.compile(TWO_BRANCHES).program.arena_bytes == 2 * 64 * 256 * 4
+    cpu_exe.clear_memory_cache()

@@ -482,7 +482,11 @@ class Context:
             self.row_fusions.update(row_fusion.plan(
                 ops, want, targets, {id(v) for v in ret.operands}, block,
                 lambda o: set().union(*[_deps(x, want, block, memo) for x in _reads(o)])))
-        last_read = _last_readers(block, want)
+        order = None
+        if level == 0 and results_into is not None and SCHEDULE:
+            order = _schedule(ops, want, block, targets, ret)
+            ops = order
+        last_read = _last_readers(block, want, order)
         by_id = {id(r): r for op in ops for r in op.results}
         # in place: an elementwise kernel whose result is returned lets the producer of an
         # operand it reads only at the same index (and last) write straight into the result
@@ -690,12 +694,13 @@ def _reads(op: Operation) -> list:
     return vals
 
 
-def _last_readers(block: Block, want: set) -> dict:
-    """id(emitting op) -> ids of materialized values whose last reader that op is."""
+def _last_readers(block: Block, want: set, ops: Optional[list] = None) -> dict:
+    """id(emitting op) -> ids of materialized values whose last reader that op is, with the
+    kernels run in the order of `ops` (default: the block's)."""
     memo: dict = {}
     last: dict[int, int] = {}
-    order = [op for op in block.operations[:-1] if any(id(r) in want for r in op.results)
-             or (not op.results and op.name in KERNELS)]
+    order = [op for op in (block.operations[:-1] if ops is None else ops)
+             if any(id(r) in want for r in op.results) or (not op.results and op.name in KERNELS)]
     for op in order:
         for x in _reads(op):
             for d in _deps(x, want, block, memo):
@@ -704,6 +709,95 @@ def _last_readers(block: Block, want: set) -> dict:
     for v, op_id in last.items():
         out.setdefault(op_id, []).append(v)
     return out
+
+
+SCHEDULE = True  # order the top-level kernels for low peak memory (_schedule)
+# ops whose relative order is observable (tokens are stripped before code generation)
+EFFECTS = ("stablehlo.custom_call", "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send",
+           "stablehlo.recv", "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all",
+           "stablehlo.reduce_scatter", "stablehlo.collective_permute", "stablehlo.collective_broadcast",
+           "stablehlo.rng", "stablehlo.optimization_barrier")
+
+
+def _effectful(op: Operation) -> bool:
+    return not op.results or any(o.name in EFFECTS or (o is not op and o.name == "func.call") for o in op.walk())
+
+
+def _schedule(ops: list, want: set, block: Block, targets: dict, ret: Operation) -> list:
+    """The block's ops with the top-level kernels reordered for low peak memory: a list
+    schedule that, among the kernels whose inputs are ready, runs the one that frees the
+    most temporary bytes net of what it allocates (ties: program order, which keeps
+    producers next to consumers). Ops with effects keep their relative order. Ops computed
+    inside kernels (fused) keep their places; only kernels move."""
+    kernels = [op for op in ops if any(id(r) in want for r in op.results) or (not op.results and op.name in KERNELS)]
+    if len(kernels) < 3:
+        return ops
+    memo: dict = {}
+    index = {id(k): i for i, k in enumerate(kernels)}
+    producer = {id(r): k for k in kernels for r in k.results if id(r) in want}
+    returned = {id(v) for v in ret.operands}
+    reads = {}
+    for k in kernels:
+        ds = set()
+        for x in _reads(k):
+            ds |= _deps(x, want, block, memo)
+        reads[id(k)] = ds
+    size = {}
+    for k in kernels:
+        for r in k.results:
+            if id(r) in want and id(r) not in targets and id(r) not in returned and _ty(r).is_static:
+                size[id(r)] = nbytes(_ty(r))
+    preds = {id(k): {id(producer[v]) for v in reads[id(k)] if v in producer and producer[v] is not k}
+             for k in kernels}
+    last_effect = None
+    for k in kernels:
+        if _effectful(k):
+            if last_effect is not None:
+                preds[id(k)].add(id(last_effect))
+            last_effect = k
+    readers: dict = {}
+    for k in kernels:
+        for v in reads[id(k)]:
+            readers.setdefault(v, set()).add(id(k))
+    done: set = set()
+    order = []
+    waiting = {id(k): len(preds[id(k)]) for k in kernels}
+    succs: dict = {}
+    for k in kernels:
+        for p in preds[id(k)]:
+            succs.setdefault(p, []).append(k)
+    ready = [k for k in kernels if waiting[id(k)] == 0]
+    while ready:
+        def score(k):
+            freed = sum(size.get(v, 0) for v in reads[id(k)] if readers[v] - done == {id(k)})
+            made = sum(size.get(id(r), 0) for r in k.results)
+            return (freed - made, -index[id(k)])
+        best = max(ready, key=score)
+        ready.remove(best)
+        done.add(id(best))
+        order.append(best)
+        for s_ in succs.get(id(best), ()):
+            waiting[id(s_)] -= 1
+            if waiting[id(s_)] == 0:
+                ready.append(s_)
+    if len(order) != len(kernels):  # a cycle cannot happen in SSA; keep program order if it did
+        return ops
+
+    def peak(seq):  # the most temporary bytes live at once, run in order seq
+        left = {v: len(rs) for v, rs in readers.items()}
+        live = high = 0
+        for k in seq:
+            live += sum(size.get(id(r), 0) for r in k.results)
+            high = max(high, live)
+            for v in reads[id(k)]:
+                left[v] -= 1
+                if left[v] == 0:
+                    live -= size.get(v, 0)
+        return high
+    if peak(order) >= peak(kernels):  # greedy is not always better: keep the program's order then
+        return ops
+    rest = [op for op in ops if id(op) not in index]
+    return order + rest
 
 
 def emit_elementwise(ctx: Context, op: Operation) -> None:
