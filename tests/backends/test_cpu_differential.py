@@ -11,7 +11,7 @@ from axle.ir import parse_module
 from program_strategies import SHAPE, programs
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(__import__("os").environ.get("AXLE_DIFF_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(control=True), st.integers(0, 2**31 - 1))
 def test_cpu_backend_matches_interpreter(text, seed):
     """Programs of elementwise ops, broadcasts, reductions, dots, slices, concatenations,

@@ -32,8 +32,10 @@ def while_(ctx: Context, op: Operation) -> None:
     rets = body.blocks[0].operations[-1].operands
     args = body.blocks[0].arguments
     through = [ret is arg for ret, arg in zip(rets, args)]
-    tokens = [None if t else object() for t in through]  # names the scratch buffers
-    scratch = [None if t else ctx.temp(_ty(r), tok) for r, t, tok in zip(op.results, through, tokens)]
+    direct = [not t and _updates_in_place(body.blocks[0], k) for k, t in enumerate(through)]
+    tokens = [None if t or d else object() for t, d in zip(through, direct)]  # names the scratch buffers
+    scratch = [carried[k] if direct[k] else None if through[k] else ctx.temp(_ty(r), tokens[k])
+               for k, r in enumerate(op.results)]
     head = b.append_basic_block("while.cond")
     loop = b.append_basic_block("while.body")
     done = b.append_basic_block("while.end")
@@ -43,8 +45,8 @@ def while_(ctx: Context, op: Operation) -> None:
     b.cbranch(em.value_at(pred, []), loop, done)
     b.position_at_end(loop)
     ctx.emit_block(body.blocks[0], scratch)
-    for r, s, dst in zip(op.results, scratch, carried):
-        if s is None:
+    for r, s, dst, d in zip(op.results, scratch, carried, direct):
+        if s is None or d:
             continue
         t = _ty(r)
         em.loop_nest(list(t.shape), lambda idx, s=s, dst=dst, t=t: _copy_elem(em, s, dst, t, idx))
@@ -53,6 +55,48 @@ def while_(ctx: Context, op: Operation) -> None:
     for tok in tokens:
         if tok is not None:
             ctx.release(tok)
+
+
+def _updates_in_place(body, k: int) -> bool:
+    """Whether the body can write its k-th result straight into carried buffer k: the
+    result is made by an elementwise op P (not returned twice), and every use of block
+    argument k lies in the tree of single-use elementwise ops that P computes in its own
+    loop, so that element i of the argument is read only while computing element i of the
+    result (an accumulator `acc + f(...)` where f does not read acc)."""
+    from axle.backends.cpu.compiler import ELEMENTWISE_EXTRA
+    from axle.backends.cpu.scalar_ops import RULES
+    ret = body.operations[-1]
+    res = ret.operands[k]
+    arg = body.arguments[k]
+    p = getattr(res, "owner", None)
+    if not isinstance(p, Operation) or p.parent is not body or sum(1 for v in ret.operands if v is res) != 1:
+        return False
+    rt = _ty(res)
+    if not rt.is_static:
+        return False
+    uses: dict = {}
+    for o in body.operations:
+        for w in o.walk():
+            for v in w.operands:
+                uses.setdefault(id(v), []).append(w)
+
+    def linear(o) -> bool:
+        return not o.regions and len(o.results) == 1 and (o.name in RULES or o.name in ELEMENTWISE_EXTRA) \
+            and list(_ty(o.results[0]).shape) == list(rt.shape)
+    if not linear(p) or _ty(arg).element_type != rt.element_type:
+        return False
+    tree = {id(p)}
+    stack = [p]
+    while stack:  # single-use elementwise producers computed inside P's loop
+        o = stack.pop()
+        for v in o.operands:
+            q = getattr(v, "owner", None)
+            if isinstance(q, Operation) and q.parent is body and linear(q) and len(uses.get(id(v), [])) == 1 \
+                    and id(q) not in tree:
+                tree.add(id(q))
+                stack.append(q)
+    users = uses.get(id(arg), [])
+    return bool(users) and all(id(u) in tree and list(_ty(u.results[0]).shape) == list(rt.shape) for u in users)
 
 
 def _copy_elem(em, src, dst, t, idx):
