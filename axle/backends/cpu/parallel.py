@@ -252,7 +252,7 @@ def _start() -> bool:
     text = (_POOL_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
             .replace("SYS_FUTEX", str(SYS_FUTEX)).replace("FUTEX_WAKE", str(FUTEX_WAKE_PRIVATE))
             .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)))
-    handle, addrs, _ = compile_ir(text, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"])
+    handle, addrs, _ = compile_ir(text, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"], opt=1)
     configure = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(addrs["axle_pool_configure"])
     worker = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addrs["axle_pool_worker"])
     configure(workers, SPIN)
