@@ -163,6 +163,9 @@ COLUMN_BLOCK = 16  # a column split of a GEMM cuts at multiples of this many col
 # blocks of a split GEMM per thread: more blocks run less efficiently, but a thread that
 # the host takes away mid-block delays the call by less (parallel.py)
 GEMM_CHUNKS_PER_THREAD = 4
+# ...but each block keeps at least this many columns / rows: OpenBLAS packs the other
+# operand once per call, and thin blocks ran at half its speed (measured)
+MIN_BLOCK_COLUMNS, MIN_BLOCK_ROWS = 256, 64
 
 
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
@@ -203,15 +206,18 @@ def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
         rcol = b.mul(lo16, ir.Constant(i64, (k if rhs_t else 1) * itemsize))
         ocol = b.mul(lo16, ir.Constant(i64, itemsize))
         call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, None, rcol, ocol, lhs_t, rhs_t, n_count=b.sub(hi16, lo16))
-    work = batch * m * n * k // 8
+    # split only large GEMMs (at least ~64M multiply-adds): smaller ones ran slower on two
+    # threads than on one (the MLP training step: 7.2 ms serial, 10.2 ms split)
+    work = batch * m * n * k // 256
     threads = thread_count()
     if batch > 1:
         split_ranges(ctx, batch, work, lambda lo, hi: em.for_range_dynamic(lo, hi, lambda bi: one(bi)))
     elif n >= m and n >= 2 * COLUMN_BLOCK:
         # one block of columns per thread (wide results: each thread packs all of lhs once)
-        split_ranges(ctx, (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK, work, columns, chunks=GEMM_CHUNKS_PER_THREAD * threads)
+        split_ranges(ctx, (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK, work, columns,
+                     chunks=max(2, min(GEMM_CHUNKS_PER_THREAD * threads, n // MIN_BLOCK_COLUMNS)))
     else:
         # one block of rows per thread: GEMMs of a few rows run far below BLAS's peak
         split_ranges(ctx, m, work, lambda lo, hi: one(ir.Constant(i64, 0), lo, hi),
-                     chunks=max(2, min(GEMM_CHUNKS_PER_THREAD * threads, m // 32)))
+                     chunks=max(2, min(GEMM_CHUNKS_PER_THREAD * threads, m // MIN_BLOCK_ROWS)))
     ctx.mark_library(f"blas.{p}gemm")

@@ -88,7 +88,8 @@ def environment() -> dict:
     from axle.backends.cpu.llvm_env import host_cpu
     from axle.backends.cpu import parallel
     name, features = host_cpu()
-    return {"parallel": parallel.enabled(), "source": compiler_source_hash(), "format": FORMAT_VERSION, "axle": axle.__version__, "llvmlite": llvmlite.__version__,
+    # max_threads: split kernels size per-thread scratch by it (parallel.split_ranges)
+    return {"parallel": parallel.enabled(), "max_threads": parallel.max_threads(), "source": compiler_source_hash(), "format": FORMAT_VERSION, "axle": axle.__version__, "llvmlite": llvmlite.__version__,
             "llvm": ".".join(map(str, llvm.llvm_version_info)), "cpu": name, "features": features}
 
 

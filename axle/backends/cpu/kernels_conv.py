@@ -162,7 +162,7 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
     tile = max(1, min(rows, PATCH_BYTES // (kdim * itemsize)))
     n_tiles = (rows + tile - 1) // tile
     from axle.backends.cpu.parallel import max_threads, split_ranges
-    slots = min(max_threads(), n_tiles)  # one patch matrix per thread that can get tiles
+    slots = max_threads() if n_tiles > 1 else 1  # one patch matrix per thread of the pool
     token = object()  # names the scratch buffer for the buffer report
     patches_ref = ctx.temp_ref(TensorType((slots, tile, kdim), et), token)
     zero = S.constant(et, 0)

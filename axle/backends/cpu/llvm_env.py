@@ -100,7 +100,7 @@ def link_object(obj: bytes, exports: list[str]):
         from axle.backends.cpu import blas
         blas.available()  # registers the BLAS routines (code from the disk cache may call them)
         from axle.backends.cpu import parallel
-        parallel.available()  # and the OpenMP runtime's entry points
+        parallel.available()  # and the thread pool's entry point (axle_pool_run)
         lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)

@@ -14,8 +14,12 @@ thread that has not even started; a sleeping thread takes ~0.4 ms to wake. Here 
 that arrives late finds no chunk left and costs nothing, so a split kernel is never much
 slower than the serial one, and up to the thread count faster.
 
-Workers spin (with `pause`) for about a millisecond after their last chunk, then sleep on
-a futex that the next job wakes. Each output element is computed by one chunk, in the
+Workers spin (with `pause`) for about 0.1 ms after their last chunk, then sleep on
+a futex that the next job wakes. A thread that claimed a chunk can still be taken away
+mid-chunk; the caller then waits. When the caller waited longer than half the time it
+worked itself, the next BACKOFF_MIN split kernels run serially, doubling on further stalls
+(up to BACKOFF_MAX) and halving after clean jobs: on a machine where the host keeps taking
+a core away, kernels run about as fast as serial code instead of waiting for it. Each output element is computed by one chunk, in the
 serial order within it, so results do not depend on the number of threads or on which
 thread ran what (tested bit for bit). Thread count: AXLE_NUM_THREADS, else one per core
 the process may run on (at most 16). In a fork()ed child (multiprocessing workers) the
@@ -37,10 +41,12 @@ from llvmlite import ir
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 from axle.backends.cpu.scalar import I8, I64
 
-PARALLEL_MIN_WORK = 1 << 16  # elements x ops per element below which a kernel stays serial
+PARALLEL_MIN_WORK = 1 << 18  # elements x ops per element below which a kernel stays serial (~0.1 ms)
 CHUNKS = 16  # chunks of a split loop (fewer when the dimension is shorter)
-SPIN = 20000  # pause instructions a worker spins through before sleeping (about 1 ms)
+SPIN = 2000  # pause instructions a worker spins through before sleeping (~0.1 ms): longer spins slowed the serial GEMMs that follow a split kernel (the two cores of the development VM behave like hyperthreads of one)
 SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
+STALL_SLACK = 20000  # cycles (~10 us) of waiting for other threads that are never a stall
+BACKOFF_MIN, BACKOFF_MAX = 16, 4096  # split kernels run serially after a stall (doubling)
 
 _POOL_IR = r"""
 @pool_state = internal global i64 0, align 64
@@ -53,9 +59,12 @@ _POOL_IR = r"""
 @pool_workers = internal global i64 0, align 64
 @pool_spin = internal global i64 0, align 8
 @pool_busy = internal global i32 0, align 64
+@pool_backoff = internal global i64 0, align 64
+@pool_penalty = internal global i64 BACKOFF_MIN, align 8
 
 declare i64 @axle_syscall(i64, ptr, i64, i64, ptr)
 declare void @llvm.x86.sse2.pause()
+declare i64 @llvm.readcyclecounter()
 
 define internal void @pause() {
   PAUSE
@@ -101,9 +110,18 @@ entry:
 lock:
   %l = cmpxchg ptr @pool_busy, i32 0, i32 1 acquire monotonic
   %mine = extractvalue { i32, i1 } %l, 1
-  br i1 %mine, label %publish, label %serial
+  br i1 %mine, label %backoff, label %serial
+backoff:
+  %bo = load i64, ptr @pool_backoff, align 8
+  %calm = icmp eq i64 %bo, 0
+  br i1 %calm, label %publish, label %skip
+skip:
+  %bo1 = sub i64 %bo, 1
+  store i64 %bo1, ptr @pool_backoff, align 8
+  store atomic i32 0, ptr @pool_busy release, align 4
+  br label %serial
 serial:
-  %c = phi i64 [ 0, %entry ], [ 0, %lock ], [ %c1, %serial.body ]
+  %c = phi i64 [ 0, %entry ], [ 0, %lock ], [ 0, %skip ], [ %c1, %serial.body ]
   %more = icmp ult i64 %c, %n
   br i1 %more, label %serial.body, label %exit
 serial.body:
@@ -130,15 +148,42 @@ wake:
   %x = call i64 @axle_syscall(i64 SYS_FUTEX, ptr @pool_seq, i64 FUTEX_WAKE, i64 2147483647, ptr null)
   br label %work
 work:
+  %t0 = call i64 @llvm.readcyclecounter()
   call void @claim(i64 %gen, i64 0)
+  %t1 = call i64 @llvm.readcyclecounter()
   br label %wait
 wait:
   %d = load atomic i64, ptr @pool_done acquire, align 8
   %fin = icmp uge i64 %d, %n
-  br i1 %fin, label %unlock, label %spin
+  br i1 %fin, label %judge, label %spin
 spin:
   call void @pause()
   br label %wait
+judge:
+  ; waiting longer than half our own work (plus STALL_SLACK cycles) means a thread that
+  ; claimed a chunk was not running: run the next jobs serially (backoff), doubling the
+  ; backoff while stalls continue and shrinking it again after clean jobs
+  %t2 = call i64 @llvm.readcyclecounter()
+  %worked = sub i64 %t1, %t0
+  %waited = sub i64 %t2, %t1
+  %half = lshr i64 %worked, 1
+  %limit = add i64 %half, STALL_SLACK
+  %stalled = icmp ugt i64 %waited, %limit
+  %pen = load i64, ptr @pool_penalty, align 8
+  br i1 %stalled, label %stall, label %clean
+stall:
+  store i64 %pen, ptr @pool_backoff, align 8
+  %pen2 = shl i64 %pen, 1
+  %big = icmp ugt i64 %pen2, BACKOFF_MAX
+  %pen3 = select i1 %big, i64 BACKOFF_MAX, i64 %pen2
+  store i64 %pen3, ptr @pool_penalty, align 8
+  br label %unlock
+clean:
+  %penh = lshr i64 %pen, 1
+  %small = icmp ult i64 %penh, BACKOFF_MIN
+  %pen4 = select i1 %small, i64 BACKOFF_MIN, i64 %penh
+  store i64 %pen4, ptr @pool_penalty, align 8
+  br label %unlock
 unlock:
   store atomic i32 0, ptr @pool_busy release, align 4
   ret void
@@ -251,7 +296,8 @@ def _start() -> bool:
     EXTERNAL_SYMBOLS["axle_syscall"] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
     text = (_POOL_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
             .replace("SYS_FUTEX", str(SYS_FUTEX)).replace("FUTEX_WAKE", str(FUTEX_WAKE_PRIVATE))
-            .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)))
+            .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)).replace("STALL_SLACK", str(STALL_SLACK))
+            .replace("BACKOFF_MIN", str(BACKOFF_MIN)).replace("BACKOFF_MAX", str(BACKOFF_MAX)))
     handle, addrs, _ = compile_ir(text, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"], opt=1)
     configure = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(addrs["axle_pool_configure"])
     worker = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addrs["axle_pool_worker"])
@@ -311,8 +357,9 @@ def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int
     """emit(lo, hi) emits the loops for indices [lo, hi) of a dimension of extent n. Runs
     once over [0, n) serially, or as chunks claimed by the pool's threads when `work` is
     large (`chunks` of them, default CHUNKS; never more than n).
-    With `max_threads`, there are at most that many chunks and emit(lo, hi, k) also gets
-    the chunk's number k < max_threads: an index into per-chunk scratch space."""
+    With `max_threads` (at least max_threads(): per-thread scratch slots), emit(lo, hi, w)
+    also gets the number w < max_threads of the thread running the chunk (0 when serial):
+    an index into per-thread scratch space."""
     em = ctx.em
     if not ctx.in_kernel_function or work < PARALLEL_MIN_WORK or n < 2 or not enabled():
         if max_threads:
@@ -321,8 +368,6 @@ def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int
             emit(em.const_i64(0), em.const_i64(n))
         return
     n_chunks = min(n, chunks or CHUNKS)
-    if max_threads:
-        n_chunks = min(n_chunks, max_threads)
     p8 = I8.as_pointer()
     outer = ctx.b
     fn = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [p8.as_pointer(), I64, I64, I64]),
@@ -336,7 +381,8 @@ def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int
         lo = b.udiv(b.mul(chunk, em.const_i64(n)), em.const_i64(n_chunks))
         hi = b.udiv(b.mul(b.add(chunk, em.const_i64(1)), em.const_i64(n)), em.const_i64(n_chunks))
         if max_threads:
-            emit(lo, hi, chunk)
+            w = fn.args[3]  # the pool numbers its threads 0 (the caller) .. thread_count() - 1
+            emit(lo, hi, b.select(b.icmp_unsigned("<", w, em.const_i64(max_threads)), w, em.const_i64(0)))
         else:
             emit(lo, hi)
     run = ctx.mod.globals.get("axle_pool_run")
