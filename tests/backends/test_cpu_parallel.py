@@ -75,6 +75,9 @@ def test_parallel_equals_serial_and_interpreter(name, monkeypatch):
     r = np.random.default_rng(5)
     args = [(r.integers(-1000, 1000, s).astype(np.int32) if "int" in name else r.standard_normal(s).astype(np.float32))
             for s in shapes]
+    if name.startswith("gemm"):  # axle's own blocks (large single GEMMs use OpenBLAS's threads)
+        from axle.backends.cpu import blas
+        monkeypatch.setattr(blas, "OPENBLAS_THREADS", False)
     if name == "conv_tiles":  # small tiles: many of them, a partial last one
         from axle.backends.cpu import kernels_conv
         monkeypatch.setattr(kernels_conv, "PATCH_BYTES", 36 * 4 * 50)
@@ -137,3 +140,15 @@ _FORKED: list = []
 def _run_forked():
     exe, args = _FORKED
     return exe(*args)
+
+
+def test_large_gemm_uses_blas_threads(monkeypatch):
+    """A single large GEMM is one BLAS call on all threads, not axle's blocks."""
+    text, shapes = PROGRAMS["gemm_columns"]
+    r = np.random.default_rng(10)
+    args = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    par = _compile(text, 1, monkeypatch)
+    assert ".par" not in par._static.optimized_ir
+    assert f"axle_blas_set_num_threads_local(i32 {parallel.thread_count()})" in par._static.optimized_ir
+    ser = _compile(text, 1 << 62, monkeypatch)
+    np.testing.assert_allclose(par(*args), ser(*args), rtol=1e-6, atol=1e-6)
