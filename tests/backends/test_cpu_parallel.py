@@ -153,19 +153,3 @@ def test_large_gemm_uses_blas_threads(monkeypatch):
     ser = _compile(text, 1 << 62, monkeypatch)
     np.testing.assert_allclose(par(*args), ser(*args), rtol=1e-6, atol=1e-6)
 
-
-def test_leading_axis_sum_in_parts(monkeypatch):
-    """A sum over the leading axis splits its rows into parts (one partial per part, added
-    in part order): the same result on every run, close to the exact sum."""
-    text = """func.func @main(%x: tensor<64x33xf32>) -> tensor<33xf32> {
-      %z = stablehlo.constant dense<0.0> : tensor<f32>
-      %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<64x33xf32>, tensor<f32>) -> tensor<33xf32>
-      return %0 : tensor<33xf32>
-    }"""
-    x = np.random.default_rng(11).standard_normal((64, 33)).astype(np.float32)
-    par = _compile(text, 1, monkeypatch)
-    assert ".par" in par._static.optimized_ir
-    got = par(x)
-    np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-5)
-    for _ in range(20):
-        np.testing.assert_array_equal(par(x), got)

@@ -4,8 +4,6 @@ Each is registered with `@kernel(op name)`; see compiler.py for the contract.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty, element_mapper
@@ -149,86 +147,15 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
         for p, t, x in zip(ptrs, out_ts, new):
             S.store(b, x, p, t.element_type)
 
-    from axle.backends.cpu.parallel import PARALLEL_MIN_WORK, enabled, split_ranges, thread_count
+    from axle.backends.cpu.parallel import split_ranges, thread_count
     total = 1
     for d in in_t.shape:
         total *= d
-    parts = thread_count()
-    if (parts > 1 and kept == list(range(1, rank)) and len(op.results) == 1 and _simple_float_add(op)
-            and _positive_zero(inits[0]) and in_t.shape[0] >= 4 * parts and ctx.in_kernel_function
-            and enabled() and total >= PARALLEL_MIN_WORK):
-        _sum_leading_in_parts(ctx, op, inputs[0], in_t, out_ts[0], parts)
-        return
     # one wide block of columns per thread: narrow blocks read each row in short pieces
     def columns(lo, hi):
         em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init)
         em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step)
     split_ranges(ctx, in_t.shape[-1], total, columns, chunks=thread_count())
-
-
-def _positive_zero(v) -> bool:
-    o = getattr(v, "owner", None)
-    if not isinstance(o, Operation) or o.name != "stablehlo.constant":
-        return False
-    a = np.asarray(o.attributes["value"].array)
-    return a.size > 0 and a.dtype.kind == "f" and bool(np.all(a == 0)) and not bool(np.any(np.signbit(a)))
-
-
-def _sum_leading_in_parts(ctx: Context, op: Operation, x, in_t, out_t, parts: int) -> None:
-    """sum over the leading dimension of x, split into `parts` (a number fixed at compile
-    time, so results do not depend on the threads that run them) row ranges: part c adds
-    its rows into its own partial sums (part 0 into the result), each thread streaming one
-    contiguous stretch of memory; then the partials are added to the result in part order.
-    (Splitting the kept columns instead makes every thread read every row in pieces.)"""
-    from axle.backends.cpu.compiler import nbytes
-    from axle.backends.cpu.parallel import split_ranges
-    from axle.ir.types import TensorType
-    em = ctx.em
-    et = out_t.element_type
-    rows = in_t.shape[0]
-    rest = list(in_t.shape[1:])
-    size = nbytes(out_t)
-    token = object()  # names the partial sums for the buffer report
-    scratch = ctx.temp_ref(TensorType((parts - 1,) + tuple(out_t.shape), et), token)
-    zero = S.constant(et, 0)
-
-    def part_base(c):
-        b = em.b
-        out = b.bitcast(ctx.buffer(op.results[0]), S.I8.as_pointer())
-        off = b.mul(b.sub(c, em.const_i64(1)), em.const_i64(size))
-        other = b.gep(b.bitcast(ctx.resolve(scratch), S.I8.as_pointer()), [off], inbounds=False)
-        return b.select(b.icmp_unsigned("==", c, em.const_i64(0)), out, other)
-
-    def one_part(c):
-        base = part_base(c)
-        em.loop_nest(rest, lambda idx: S.store(em.b, zero, em.element_ptr(base, et, em.linear(idx, rest)), et))
-        b = em.b
-        lo = b.udiv(b.mul(c, em.const_i64(rows)), em.const_i64(parts))
-        hi = b.udiv(b.mul(b.add(c, em.const_i64(1)), em.const_i64(rows)), em.const_i64(parts))
-
-        def row(r):
-            def step(idx):
-                b = em.b
-                p = em.element_ptr(base, et, em.linear(idx, rest))
-                S.store(b, b.fadd(S.load(b, p, et), em.value_at(x, [r] + idx)), p, et)
-            em.loop_nest(rest, step)
-        em.for_range_dynamic(lo, hi, row)
-
-    split_ranges(ctx, parts, rows * int(np.prod(rest, dtype=np.int64)),
-                 lambda lo, hi: em.for_range_dynamic(lo, hi, one_part), chunks=parts)
-
-    def combine(idx):
-        b = em.b
-        lin = em.linear(idx, rest)
-        p = em.element_ptr(ctx.buffer(op.results[0]), et, lin)
-        acc = S.load(b, p, et)
-        for c in range(1, parts):
-            q = em.element_ptr(b.gep(b.bitcast(ctx.resolve(scratch), S.I8.as_pointer()),
-                                     [em.const_i64((c - 1) * size)], inbounds=True), et, lin)
-            acc = b.fadd(acc, S.load(b, q, et))
-        S.store(b, acc, p, et)
-    em.loop_nest(rest, combine)
-    ctx.release(token)
 
 
 def _check_dot(op: Operation) -> None:
