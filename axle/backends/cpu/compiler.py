@@ -197,29 +197,34 @@ class _Pool:
         self.free: list[tuple[int, int]] = []  # (offset, size) of released blocks
         self.live: dict[int, tuple] = {}  # offset -> (size, value)
 
-    def alloc(self, size: int, value) -> Optional[int]:
+    def _fit(self, size: int) -> Optional[tuple]:
+        """(block size, offset) of the smallest released block that fits, else of the room
+        left at the end ((None, top) in the arena, which grows); None: no room."""
         fit = [(sz, off) for off, sz in self.free if sz >= size]
         if fit:
-            sz, off = min(fit)
+            return min(fit)
+        if self.limit is None:
+            return None, self.top
+        return (self.limit - self.top, self.top) if self.top + size <= self.limit else None
+
+    def alloc(self, size: int, value) -> Optional[int]:
+        fit = self._fit(size)
+        if fit is None:
+            return None
+        sz, off = fit
+        if off == self.top:
+            self.top += size
+        else:
             self.free.remove((off, sz))
             if sz > size:
                 self.free.append((off + size, sz - size))
-        elif self.limit is None or self.top + size <= self.limit:
-            off = self.top
-            self.top += size
-        else:
-            return None
         self.live[off] = (size, value)
         return off
 
     def best_fit(self, size: int) -> Optional[int]:
-        """Size of the block alloc(size) would take (None: no room)."""
-        fit = [sz for _, sz in self.free if sz >= size]
-        if fit:
-            return min(fit)
-        if self.limit is None:
-            return None
-        return self.limit - self.top if self.top + size <= self.limit else None
+        """Size of the block alloc(size) would take (None: no room, or the growing arena)."""
+        fit = self._fit(size)
+        return None if fit is None else fit[0]
 
     def release(self, off: int) -> None:
         if off not in self.live:
@@ -476,14 +481,15 @@ class Context:
                     o = getattr(v, "owner", None)
                     if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":
                         want.add(id(v))
-        if level == 0 and results_into is not None:
+        top = level == 0 and results_into is not None  # the program's own block
+        if top:
             from axle.backends.cpu import row_fusion
             memo: dict = {}
             self.row_fusions.update(row_fusion.plan(
                 ops, want, targets, {id(v) for v in ret.operands}, block,
-                lambda o: set().union(*[_deps(x, want, block, memo) for x in _reads(o)])))
+                lambda o: _op_deps(o, want, block, memo)))
         order = None
-        if level == 0 and results_into is not None and SCHEDULE:
+        if top and SCHEDULE:
             order = _schedule(ops, want, block, targets, ret)
             ops = order
         last_read = _last_readers(block, want, order)
@@ -499,10 +505,9 @@ class Context:
                     if v is not None and id(v) not in targets and v not in ret.operands:
                         targets[id(v)] = targets[id(op.results[0])]
         # ops without results (checks, effects) run for their effect
-        emitted = [op for op in ops if any(id(r) in want for r in op.results)
-                   or (not op.results and op.name in KERNELS)]
+        emitted = _kernels(ops, want)
         until = None  # top level: id(value) -> position of the last kernel reading it
-        if level == 0 and results_into is not None:
+        if top:
             until = {}
             for k, op in enumerate(emitted):
                 for r in op.results:
@@ -599,17 +604,37 @@ def _fusion_of(op: Operation, want: set, block: Block) -> tuple[list, list]:
 ELEMENTWISE_EXTRA = ("stablehlo.convert",)
 
 
+def is_elementwise(o: Operation) -> bool:
+    """An op whose element i reads only element i of each same-shaped operand."""
+    from axle.backends.cpu.scalar_ops import RULES
+    return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA)
+
+
+def _kernels(ops: list, want: set) -> list:
+    """The ops of `ops` emitted as kernels: those with a materialized result, and the ones
+    without results that run for their effect."""
+    return [op for op in ops if any(id(r) in want for r in op.results) or (not op.results and op.name in KERNELS)]
+
+
+def _op_deps(op: Operation, want: set, block: Block, memo: dict) -> set:
+    """The materialized values of `block` that kernel op reads (through fused ops)."""
+    out: set = set()
+    for x in _reads(op):
+        out |= _deps(x, want, block, memo)
+    return out
+
+
 def _in_place_operand(op: Operation, want: set, block: Block, last_read: dict) -> Optional[Value]:
     """A materialized operand whose buffer can hold the result of elementwise kernel `op`:
     op is its last reader, reads it only at the linear index it writes (through elementwise
     ops and reshapes, which keep an element's row-major position: no broadcast, transpose,
     slice...), and it has the result's element count and size. None if there is none."""
-    from axle.backends.cpu.scalar_ops import RULES
     kd = KERNELS.get(op.name)
     if kd is not None:
         return _in_place_kernel_operand(op, kd, want, block, last_read)
+
     def linear(o: Operation) -> bool:  # element i of o's result reads element i of its operands
-        return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA or o.name == "stablehlo.reshape")
+        return is_elementwise(o) or o.name == "stablehlo.reshape"
     if len(op.results) != 1 or not linear(op):
         return None
     rt = _ty(op.results[0])
@@ -699,12 +724,9 @@ def _last_readers(block: Block, want: set, ops: Optional[list] = None) -> dict:
     kernels run in the order of `ops` (default: the block's)."""
     memo: dict = {}
     last: dict[int, int] = {}
-    order = [op for op in (block.operations[:-1] if ops is None else ops)
-             if any(id(r) in want for r in op.results) or (not op.results and op.name in KERNELS)]
-    for op in order:
-        for x in _reads(op):
-            for d in _deps(x, want, block, memo):
-                last[d] = id(op)
+    for op in _kernels(block.operations[:-1] if ops is None else ops, want):
+        for d in _op_deps(op, want, block, memo):
+            last[d] = id(op)
     out: dict[int, list] = {}
     for v, op_id in last.items():
         out.setdefault(op_id, []).append(v)
@@ -729,19 +751,14 @@ def _schedule(ops: list, want: set, block: Block, targets: dict, ret: Operation)
     most temporary bytes net of what it allocates (ties: program order, which keeps
     producers next to consumers). Ops with effects keep their relative order. Ops computed
     inside kernels (fused) keep their places; only kernels move."""
-    kernels = [op for op in ops if any(id(r) in want for r in op.results) or (not op.results and op.name in KERNELS)]
+    kernels = _kernels(ops, want)
     if len(kernels) < 3:
         return ops
     memo: dict = {}
     index = {id(k): i for i, k in enumerate(kernels)}
     producer = {id(r): k for k in kernels for r in k.results if id(r) in want}
     returned = {id(v) for v in ret.operands}
-    reads = {}
-    for k in kernels:
-        ds = set()
-        for x in _reads(k):
-            ds |= _deps(x, want, block, memo)
-        reads[id(k)] = ds
+    reads = {id(k): _op_deps(k, want, block, memo) for k in kernels}
     size = {}
     for k in kernels:
         for r in k.results:

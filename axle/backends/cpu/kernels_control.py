@@ -63,8 +63,7 @@ def _updates_in_place(body, k: int) -> bool:
     argument k lies in the tree of single-use elementwise ops that P computes in its own
     loop, so that element i of the argument is read only while computing element i of the
     result (an accumulator `acc + f(...)` where f does not read acc)."""
-    from axle.backends.cpu.compiler import ELEMENTWISE_EXTRA
-    from axle.backends.cpu.scalar_ops import RULES
+    from axle.backends.cpu.compiler import is_elementwise
     ret = body.operations[-1]
     res = ret.operands[k]
     arg = body.arguments[k]
@@ -81,8 +80,7 @@ def _updates_in_place(body, k: int) -> bool:
                 uses.setdefault(id(v), []).append(w)
 
     def linear(o) -> bool:
-        return not o.regions and len(o.results) == 1 and (o.name in RULES or o.name in ELEMENTWISE_EXTRA) \
-            and list(_ty(o.results[0]).shape) == list(rt.shape)
+        return is_elementwise(o) and len(o.results) == 1 and list(_ty(o.results[0]).shape) == list(rt.shape)
     if not linear(p) or _ty(arg).element_type != rt.element_type:
         return False
     tree = {id(p)}

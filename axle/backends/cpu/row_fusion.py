@@ -36,12 +36,6 @@ from axle.ir.core import Block, Operation, Value
 UNKNOWN = None  # an index not expressible in the host's outer indices
 
 
-def _elementwise(o: Operation) -> bool:
-    from axle.backends.cpu.compiler import ELEMENTWISE_EXTRA
-    from axle.backends.cpu.scalar_ops import RULES
-    return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA)
-
-
 def _shape(v: Value) -> list:
     return list(_ty(v).shape)
 
@@ -62,7 +56,8 @@ def _collect(v: Value, m: list, targets: set, want: set, block: Block, out: dict
             or o.name == "stablehlo.constant":
         return
     vs = _shape(v)
-    if _elementwise(o):
+    from axle.backends.cpu.compiler import is_elementwise
+    if is_elementwise(o):
         for x in o.operands:
             xs = _shape(x)
             _collect(x, m if xs == vs else [UNKNOWN] * len(xs) if xs else [], targets, want, block, out, seen)
@@ -108,7 +103,7 @@ def _reads_of(root_inputs: list, targets: set, want: set, block: Block, root: bo
     return out
 
 
-def _candidate(op: Operation, kernels: dict) -> bool:
+def _candidate(op: Operation) -> bool:
     if op.name != "stablehlo.reduce" or len(op.results) != 1:
         return False
     # f32/f64: the value in the stack slot is exactly what a buffer would hold (narrower
@@ -131,7 +126,7 @@ def plan(ops: list, want: set, targets: dict, returned: set, block: Block, deps)
     map_of: dict = {}  # id(reduce result) -> its index in host dimensions
     outer: dict = {}  # id(host) -> K
     for red in reversed(emitted):
-        if not _candidate(red, KERNELS):
+        if not _candidate(red):
             continue
         r = red.results[0]
         if id(r) in targets or id(r) in returned:
