@@ -217,6 +217,15 @@ def round_to_odd_f32(b: ir.IRBuilder, x):
     return b.bitcast(bits, F32)
 
 
+def narrow_float(b: ir.IRBuilder, x, dt):
+    """fptrunc x to the narrower float type dt, correctly rounded. f64 -> f16 goes through
+    f32 rounded to odd: without native f16 conversions (AVX-512 FP16) LLVM lowers the direct
+    truncation to a runtime call (__truncdfhf2) that the JIT cannot resolve."""
+    if x.type == ir.DoubleType() and dt == ir.HalfType():
+        x = round_to_odd_f32(b, x)
+    return b.fptrunc(x, dt)
+
+
 def canonical_nan(b: ir.IRBuilder, x):
     """x with a NaN made the quiet NaN of its sign (what ml_dtypes gives when it widens a
     small float's NaN): a value leaving its small type does not carry the NaN tag."""

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from axle.backends.cpu import fastmath
 from axle.backends.cpu.scalar import F32, F64, I1, Unsupported, constant, reg_type
-from axle.backends.cpu.scalar_f8 import canonical_nan, is_f8, round_to_odd_f32
+from axle.backends.cpu.scalar_f8 import canonical_nan, is_f8, narrow_float, round_to_odd_f32
 
 RULES = {}
 COMPLEX_RULES = {}  # op name -> rule for complex operands (see the end of this file)
@@ -351,7 +351,7 @@ def convert(e, src, dst, x):
             return x
         if st == F64 and dt == F32 and dst.name != "f32":  # bf16, f8: f32 is not the end
             return round_to_odd_f32(b, x)
-        return b.fpext(x, dt) if _fbits(st) < _fbits(dt) else b.fptrunc(x, dt)
+        return b.fpext(x, dt) if _fbits(st) < _fbits(dt) else narrow_float(b, x, dt)
     if src.is_int and dst.is_float:
         return b.uitofp(x, dt) if src.is_unsigned else b.sitofp(x, dt)
     if src.is_float and dst.is_int:

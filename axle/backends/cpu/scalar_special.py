@@ -27,7 +27,7 @@ from llvmlite import ir
 
 from axle.backends.cpu import scalar_f8
 from axle.backends.cpu.scalar import F16, F32, F64, I32, Unsupported, reg_type
-from axle.backends.cpu.scalar_f8 import round_to_odd_f32
+from axle.backends.cpu.scalar_f8 import narrow_float, round_to_odd_f32
 from axle.backends.cpu.scalar_ops import (
     COMPLEX_RULES, RULES, _cdiv, _cmul, _dispatcher, _libc, _narrow, _wide, im, make, re,
 )
@@ -407,7 +407,7 @@ def from_f64(b, et, x):
     if rt == F64:
         return x
     if rt == F16:
-        return b.fptrunc(x, F16)
+        return narrow_float(b, x, F16)
     if et.name == "f32":
         return b.fptrunc(x, F32)
     return round_to_odd_f32(b, x)  # bf16, f8...: rounded once more by S.finish
@@ -475,7 +475,7 @@ def _stepwise(e, et, x, kind):
     rt = reg_type(et)
     if rt == wt:
         return r
-    return b.fptrunc(r, rt)  # f16 (bf16 stays in an f32 register; S.finish rounds it)
+    return narrow_float(b, r, rt)  # f16 (bf16 stays in an f32 register; S.finish rounds it)
 
 
 def _hyperbolic(kind):
