@@ -30,22 +30,6 @@ PROGRAMS = {
       %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<67x131xi32>, tensor<i32>) -> tensor<131xi32>
       return %0 : tensor<131xi32>
     }""", [(67, 131)]),
-    "gemm_rows": ("""func.func @main(%a: tensor<37x20xf32>, %b: tensor<20x23xf32>) -> tensor<37x23xf32> {
-      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<37x20xf32>, tensor<20x23xf32>) -> tensor<37x23xf32>
-      return %0 : tensor<37x23xf32>
-    }""", [(37, 20), (20, 23)]),
-    "gemm_rows_lhs_transposed": ("""func.func @main(%a: tensor<20x37xf32>, %b: tensor<20x23xf32>) -> tensor<37x23xf32> {
-      %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<20x37xf32>, tensor<20x23xf32>) -> tensor<37x23xf32>
-      return %0 : tensor<37x23xf32>
-    }""", [(20, 37), (20, 23)]),
-    "gemm_columns": ("""func.func @main(%a: tensor<9x20xf32>, %b: tensor<20x75xf32>) -> tensor<9x75xf32> {
-      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<9x20xf32>, tensor<20x75xf32>) -> tensor<9x75xf32>
-      return %0 : tensor<9x75xf32>
-    }""", [(9, 20), (20, 75)]),
-    "gemm_columns_rhs_transposed": ("""func.func @main(%a: tensor<9x20xf32>, %b: tensor<75x20xf32>) -> tensor<9x75xf32> {
-      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [1] : (tensor<9x20xf32>, tensor<75x20xf32>) -> tensor<9x75xf32>
-      return %0 : tensor<9x75xf32>
-    }""", [(9, 20), (75, 20)]),
     "gemm_batches": ("""func.func @main(%a: tensor<5x17x20xf32>, %b: tensor<5x20x23xf32>) -> tensor<5x17x23xf32> {
       %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<5x17x20xf32>, tensor<5x20x23xf32>) -> tensor<5x17x23xf32>
       return %0 : tensor<5x17x23xf32>
@@ -59,9 +43,10 @@ PROGRAMS = {
 }
 
 
-def _compile(text, min_work, monkeypatch):
+def _compile(text, min_work, monkeypatch, parallel_on=True):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", min_work)
-    monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=true")  # the default, unless the environment says otherwise
+    # on is the default, unless the environment says otherwise
+    monkeypatch.setenv("AXLE_FLAGS", f"--cpu_parallel={'true' if parallel_on else 'false'}")
     with disk_cache.disabled():
         cpu_exe.clear_memory_cache()
         exe = axle.compile(text)
@@ -75,9 +60,6 @@ def test_parallel_equals_serial_and_interpreter(name, monkeypatch):
     r = np.random.default_rng(5)
     args = [(r.integers(-1000, 1000, s).astype(np.int32) if "int" in name else r.standard_normal(s).astype(np.float32))
             for s in shapes]
-    if name.startswith("gemm"):  # axle's own blocks (large single GEMMs use OpenBLAS's threads)
-        from axle.backends.cpu import blas
-        monkeypatch.setattr(blas, "OPENBLAS_THREADS", False)
     if name == "conv_tiles":  # small tiles: many of them, a partial last one
         from axle.backends.cpu import kernels_conv
         monkeypatch.setattr(kernels_conv, "PATCH_BYTES", 36 * 4 * 50)
@@ -134,6 +116,12 @@ def test_forked_child_runs_split_kernels_without_workers(monkeypatch):
     np.testing.assert_array_equal(got, want)
 
 
+GEMM = ("""func.func @main(%a: tensor<9x20xf32>, %b: tensor<20x75xf32>) -> tensor<9x75xf32> {
+      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<9x20xf32>, tensor<20x75xf32>) -> tensor<9x75xf32>
+      return %0 : tensor<9x75xf32>
+    }""", [(9, 20), (20, 75)])
+
+
 _FORKED: list = []
 
 
@@ -144,7 +132,7 @@ def _run_forked():
 
 def test_large_gemm_uses_blas_threads(monkeypatch):
     """A single large GEMM is one BLAS call on all threads, not axle's blocks."""
-    text, shapes = PROGRAMS["gemm_columns"]
+    text, shapes = GEMM
     r = np.random.default_rng(10)
     args = [r.standard_normal(s).astype(np.float32) for s in shapes]
     par = _compile(text, 1, monkeypatch)
@@ -153,3 +141,78 @@ def test_large_gemm_uses_blas_threads(monkeypatch):
     ser = _compile(text, 1 << 62, monkeypatch)
     np.testing.assert_allclose(par(*args), ser(*args), rtol=1e-6, atol=1e-6)
 
+
+
+# reductions over the leading axis with small results: the axis is cut into parts whose
+# partial results are combined in part order (kernels.py, _reduce_leading_in_parts)
+LEADING = {
+    "sum": ("""func.func @main(%x: tensor<67x129xf32>) -> tensor<129xf32> {
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<67x129xf32>, tensor<f32>) -> tensor<129xf32>
+      return %0 : tensor<129xf32>
+    }""", [(67, 129)]),
+    "sum_two_axes": ("""func.func @main(%x: tensor<6x11x33xf32>) -> tensor<33xf32> {
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0, 1] : (tensor<6x11x33xf32>, tensor<f32>) -> tensor<33xf32>
+      return %0 : tensor<33xf32>
+    }""", [(6, 11, 33)]),
+    "max": ("""func.func @main(%x: tensor<67x5x7xf32>) -> tensor<5x7xf32> {
+      %z = stablehlo.constant dense<0xFF800000> : tensor<f32>
+      %0 = stablehlo.reduce(%x init: %z) applies stablehlo.maximum across dimensions = [0] : (tensor<67x5x7xf32>, tensor<f32>) -> tensor<5x7xf32>
+      return %0 : tensor<5x7xf32>
+    }""", [(67, 5, 7)]),
+    "argmax": ("""func.func @main(%x: tensor<67x129xf32>) -> (tensor<129xf32>, tensor<129xi32>) {
+      %i = stablehlo.iota dim = 0 : tensor<67x129xi32>
+      %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+      %zero = stablehlo.constant dense<0> : tensor<i32>
+      %0:2 = stablehlo.reduce(%x init: %ninf), (%i init: %zero) across dimensions = [0] : (tensor<67x129xf32>, tensor<67x129xi32>, tensor<f32>, tensor<i32>) -> (tensor<129xf32>, tensor<129xi32>)
+       reducer(%a: tensor<f32>, %c: tensor<f32>) (%ai: tensor<i32>, %ci: tensor<i32>) {
+        %gt = stablehlo.compare GT, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %eq = stablehlo.compare EQ, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %lt = stablehlo.compare LT, %ai, %ci : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        %tie = stablehlo.and %eq, %lt : tensor<i1>
+        %pick = stablehlo.or %gt, %tie : tensor<i1>
+        %v = stablehlo.select %pick, %a, %c : tensor<i1>, tensor<f32>
+        %j = stablehlo.select %pick, %ai, %ci : tensor<i1>, tensor<i32>
+        stablehlo.return %v, %j : tensor<f32>, tensor<i32>
+      }
+      return %0#0, %0#1 : tensor<129xf32>, tensor<129xi32>
+    }""", [(67, 129)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEADING))
+def test_leading_axis_reduction_in_parts(name, monkeypatch):
+    """Split across the pool or run part after part: the same parts, the same bits; and
+    the interpreter's result (exactly where the combiner is exact)."""
+    text, shapes = LEADING[name]
+    r = np.random.default_rng(11)
+    args = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    par = _compile(text, 1, monkeypatch)
+    assert ".par" in par._static.optimized_ir  # really split
+    ser = _compile(text, 1, monkeypatch, parallel_on=False)
+    assert ".par" not in ser._static.optimized_ir
+    got, again = par(*args), ser(*args)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    again = again if isinstance(again, (list, tuple)) else [again]
+    want = axle.interpret(text, *args)
+    want = want if isinstance(want, (list, tuple)) else [want]
+    for g, a, w in zip(got, again, want):
+        np.testing.assert_array_equal(g, a)
+        if name.startswith("sum"):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+def test_leading_axis_reduction_needs_no_temporaries():
+    """The parts' partial results live on the kernel's stack, not in the arena."""
+    text, shapes = LEADING["sum"]
+    big = text.replace("67x129", "8192x1024").replace("129x", "1024x").replace("<129", "<1024")
+    with disk_cache.disabled():
+        cpu_exe.clear_memory_cache()
+        exe = axle.compile(big)
+        cpu_exe.clear_memory_cache()
+    assert exe._static.program.arena_bytes == 0
+    x = np.random.default_rng(12).standard_normal((8192, 1024)).astype(np.float32)
+    np.testing.assert_allclose(exe(x), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)

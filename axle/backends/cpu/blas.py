@@ -123,12 +123,10 @@ def _gemm_function(ctx, p: str):
 
 
 def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
-              out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, n_count=None,
-              threads: int = 1) -> None:
+              out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, threads: int = 1) -> None:
     """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional);
-    lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` / `n_count`
-    (i64 values) compute only that many rows / columns, starting at the offsets (a thread's
-    share). `threads`: how many threads this call may use (OpenBLAS's own)."""
+    lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` (an i64
+    value) computes only that many rows, starting at the offsets (a partial tile). `threads`: how many threads this call may use (OpenBLAS's own)."""
     em, b = ctx.em, ctx.b
     p8 = ir.IntType(8).as_pointer()
 
@@ -147,7 +145,6 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         b.call(setter, [ir.Constant(I32, threads)])
     dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
     rows = dims[m] if m_count is None else slot(I32, b.trunc(m_count, I32))
-    cols = dims[n] if n_count is None else slot(I32, b.trunc(n_count, I32))
     alpha = b.bitcast(slot(S.reg_type(et), S.constant(et, 1)), p8)
     beta = b.bitcast(slot(S.reg_type(et), S.constant(et, 0)), p8)
 
@@ -155,24 +152,15 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         base = b.bitcast(base, p8)
         return base if off is None else b.gep(base, [off], inbounds=True)
     # column-major view: out^T[n, m] = op(rhs^T) @ op(lhs^T)
-    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), cols, rows, dims[k], alpha,
+    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), dims[n], rows, dims[k], alpha,
                                     at(rhs, rhs_offset), dims[k] if rhs_t else dims[n],
                                     at(lhs, lhs_offset), dims[m] if lhs_t else dims[k],
                                     beta, at(out, out_offset), dims[n]])
 
 
-OPENBLAS_THREADS = True  # large single GEMMs use OpenBLAS's threads (else axle's blocks)
-COLUMN_BLOCK = 16  # a column split of a GEMM cuts at multiples of this many columns
-# blocks of a split GEMM per thread: more blocks run less efficiently, but a thread that
-# the host takes away mid-block delays the call by less (parallel.py)
-GEMM_CHUNKS_PER_THREAD = 4
-# ...but each block keeps at least this many columns / rows: OpenBLAS packs the other
-# operand once per call, and thin blocks ran at half its speed (measured)
-MIN_BLOCK_COLUMNS, MIN_BLOCK_ROWS = 256, 64
-
-
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
-    """One gemm per batch; large ones shared across threads by batch or by rows."""
+    """One gemm per batch. Batched GEMMs share their batches across the pool's threads; a
+    large single GEMM is one call that runs on OpenBLAS's own threads."""
     import numpy as np
 
     from axle.backends.cpu.parallel import PARALLEL_MIN_WORK, enabled, split_ranges, thread_count
@@ -185,51 +173,24 @@ def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
     def bufs():
         return ctx.buffer(op.operands[0]), ctx.buffer(op.operands[1]), ctx.buffer(op.results[0])
 
-    def one(bi, lo=None, hi=None):
+    def one(bi):
         b = ctx.b
         lhs, rhs, out = bufs()
 
-        def off(elems, extra=None):
-            o = b.mul(bi, ir.Constant(i64, elems * itemsize))
-            return o if extra is None else b.add(o, extra)
-        if lo is None:
-            call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n), lhs_t, rhs_t)
-            return
-        # rows [lo, hi): lhs rows start lo rows (or lo columns when stored transposed) in
-        lrow = b.mul(lo, ir.Constant(i64, (1 if lhs_t else k) * itemsize))
-        orow = b.mul(lo, ir.Constant(i64, n * itemsize))
-        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k, lrow), off(k * n), off(m * n, orow),
-                  lhs_t, rhs_t, m_count=b.sub(hi, lo))
-    def columns(lo, hi):  # columns [16 lo, min(16 hi, n)) of the result
-        b = ctx.b
-        lo16 = b.mul(lo, ir.Constant(i64, COLUMN_BLOCK))
-        hi16 = b.mul(hi, ir.Constant(i64, COLUMN_BLOCK))
-        hi16 = b.select(b.icmp_unsigned("<", hi16, ir.Constant(i64, n)), hi16, ir.Constant(i64, n))
-        lhs, rhs, out = bufs()
-        rcol = b.mul(lo16, ir.Constant(i64, (k if rhs_t else 1) * itemsize))
-        ocol = b.mul(lo16, ir.Constant(i64, itemsize))
-        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, None, rcol, ocol, lhs_t, rhs_t, n_count=b.sub(hi16, lo16))
-    # split only large GEMMs (at least ~64M multiply-adds): smaller ones ran slower on two
-    # threads than on one (the MLP training step: 7.2 ms serial, 10.2 ms split)
-    work = batch * m * n * k // 256
+        def off(elems):
+            return b.mul(bi, ir.Constant(i64, elems * itemsize))
+        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n), lhs_t, rhs_t)
     threads = thread_count()
-    if batch == 1 and OPENBLAS_THREADS and ctx.in_kernel_function and enabled() and threads > 1 \
-            and m * n * k // 8 >= PARALLEL_MIN_WORK:
-        # one call on all threads: OpenBLAS's threads share the packed operands, where
-        # axle's blocks each pack their own (128x768x3072 on two threads: 9.4 ms this way,
-        # 20.0 ms as blocks, 17.2 ms on one thread, interleaved in one process)
+    if batch == 1:
+        # one call on all threads when large enough: OpenBLAS's threads share the packed
+        # operands, where blocks on axle's threads would each pack their own (128x768x3072
+        # on two threads: 9.4 ms this way, 20.0 ms as blocks, 17.2 ms on one thread)
+        many = ctx.in_kernel_function and enabled() and threads > 1 and m * n * k // 8 >= PARALLEL_MIN_WORK
         lhs, rhs, out = bufs()
-        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, None, None, None, lhs_t, rhs_t, threads=threads)
-        ctx.mark_library(f"blas.{p}gemm")
-        return
-    if batch > 1:
-        split_ranges(ctx, batch, work, lambda lo, hi: em.for_range_dynamic(lo, hi, lambda bi: one(bi)))
-    elif n >= m and n >= 2 * COLUMN_BLOCK:
-        # one block of columns per thread (wide results: each thread packs all of lhs once)
-        split_ranges(ctx, (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK, work, columns,
-                     chunks=max(2, min(GEMM_CHUNKS_PER_THREAD * threads, n // MIN_BLOCK_COLUMNS)))
+        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, None, None, None, lhs_t, rhs_t,
+                  threads=threads if many else 1)
     else:
-        # one block of rows per thread: GEMMs of a few rows run far below BLAS's peak
-        split_ranges(ctx, m, work, lambda lo, hi: one(ir.Constant(i64, 0), lo, hi),
-                     chunks=max(2, min(GEMM_CHUNKS_PER_THREAD * threads, m // MIN_BLOCK_ROWS)))
+        # split only large batches (at least ~64M multiply-adds): smaller ones ran slower on
+        # two threads than on one
+        split_ranges(ctx, batch, batch * m * n * k // 256, lambda lo, hi: em.for_range_dynamic(lo, hi, one))
     ctx.mark_library(f"blas.{p}gemm")

@@ -361,13 +361,57 @@ def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int
     also gets the number w < max_threads of the thread running the chunk (0 when serial):
     an index into per-thread scratch space."""
     em = ctx.em
-    if not ctx.in_kernel_function or work < PARALLEL_MIN_WORK or n < 2 or not enabled():
+    if n < 2 or not parallel_ok(ctx, work):
         if max_threads:
             emit(em.const_i64(0), em.const_i64(n), em.const_i64(0))
         else:
             emit(em.const_i64(0), em.const_i64(n))
         return
     n_chunks = min(n, chunks or CHUNKS)
+
+    def body(chunk, w, frame):
+        b = ctx.b
+        # chunk k covers [k n / n_chunks, (k + 1) n / n_chunks): sizes differ by at most one
+        lo = b.udiv(b.mul(chunk, em.const_i64(n)), em.const_i64(n_chunks))
+        hi = b.udiv(b.mul(b.add(chunk, em.const_i64(1)), em.const_i64(n)), em.const_i64(n_chunks))
+        if max_threads:
+            emit(lo, hi, b.select(b.icmp_unsigned("<", w, em.const_i64(max_threads)), w, em.const_i64(0)))
+        else:
+            emit(lo, hi)
+    _pool_call(ctx, n_chunks, body)
+
+
+def parallel_ok(ctx, work: int) -> bool:
+    """Whether a loop of `work` would be shared across the pool's threads here."""
+    return ctx.in_kernel_function and work >= PARALLEL_MIN_WORK and enabled()
+
+
+def split_parts(ctx, parts: int, work: int, frame_bytes: int, emit_part):
+    """Run emit_part(k, frame) for the parts k = 0 .. parts - 1: as chunks claimed by the
+    pool's threads when `work` is large enough here, else one after another. `frame`
+    points to frame_bytes (64-byte aligned) on the calling kernel's stack, shared by the
+    parts: per-part partial results that the caller combines after this returns (the
+    frame pointer is returned for that). What a part computes must not depend on the
+    thread running it, so the results are the same serial or split."""
+    if parallel_ok(ctx, work) and parts > 1:
+        return _pool_call(ctx, parts, lambda chunk, w, frame: emit_part(chunk, frame), frame_bytes)
+    em = ctx.em
+    frame = _frame(ctx, frame_bytes)
+    em.for_range_dynamic(em.const_i64(0), em.const_i64(parts), lambda k: emit_part(k, frame))
+    return frame
+
+
+def _frame(ctx, frame_bytes: int):
+    slot = ctx.em.alloca(ir.ArrayType(I8, frame_bytes))
+    slot.align = 64
+    return ctx.b.bitcast(slot, I8.as_pointer())
+
+
+def _pool_call(ctx, n_chunks: int, body, frame_bytes: int = 0):
+    """Outline body(chunk, thread number, frame) into a chunk function and call the pool on
+    it. The chunk function's first argument is the buffer table, or with a frame a pointer
+    to {table, frame} (the frame lives on this kernel's stack)."""
+    em = ctx.em
     p8 = I8.as_pointer()
     outer = ctx.b
     fn = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [p8.as_pointer(), I64, I64, I64]),
@@ -375,18 +419,23 @@ def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     with ctx.function_scope(fn, call=False):
-        b = ctx.b
-        chunk = fn.args[1]
-        # chunk k covers [k n / n_chunks, (k + 1) n / n_chunks): sizes differ by at most one
-        lo = b.udiv(b.mul(chunk, em.const_i64(n)), em.const_i64(n_chunks))
-        hi = b.udiv(b.mul(b.add(chunk, em.const_i64(1)), em.const_i64(n)), em.const_i64(n_chunks))
-        if max_threads:
-            w = fn.args[3]  # the pool numbers its threads 0 (the caller) .. thread_count() - 1
-            emit(lo, hi, b.select(b.icmp_unsigned("<", w, em.const_i64(max_threads)), w, em.const_i64(0)))
-        else:
-            emit(lo, hi)
+        frame = None
+        if frame_bytes:
+            pb = ctx._prologue
+            ctx.table = pb.bitcast(pb.load(fn.args[0]), p8.as_pointer())
+            frame = pb.load(pb.gep(fn.args[0], [em.const_i64(1)], inbounds=True))
+        body(fn.args[1], fn.args[3], frame)  # the pool numbers its threads 0 (the caller) ..
     run = ctx.mod.globals.get("axle_pool_run")
     if run is None:  # external: bound at link time
         run = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [p8, p8, I64]), "axle_pool_run")
     b = ctx.b
-    b.call(run, [b.bitcast(fn, p8), b.bitcast(ctx.table, p8), em.const_i64(n_chunks)])
+    arg = b.bitcast(ctx.table, p8)
+    frame = None
+    if frame_bytes:
+        frame = _frame(ctx, frame_bytes)
+        pair = em.alloca(ir.ArrayType(p8, 2))
+        b.store(arg, b.gep(pair, [em.const_i64(0), em.const_i64(0)], inbounds=True))
+        b.store(frame, b.gep(pair, [em.const_i64(0), em.const_i64(1)], inbounds=True))
+        arg = b.bitcast(pair, p8)
+    b.call(run, [b.bitcast(fn, p8), arg, em.const_i64(n_chunks)])
+    return frame
