@@ -14,7 +14,9 @@ through jax.jit. Then:
 * warm start: axle's compile of the same text in a fresh in-memory state, loading native code
   from the disk cache (AXLE_CACHE_DIR);
 * peak temporary memory: axle's arena (buffer assignment) against XLA's
-  `compiled.memory_analysis().temp_size_in_bytes`.
+  `compiled.memory_analysis().temp_size_in_bytes`; and, for reference, the same figure from
+  XLA with its YNNPACK fusions turned off (in a subprocess: XLA's flags are per process),
+  because memory_analysis counts none of the buffers YNNPACK allocates for itself.
 
 The table ends with the geometric mean of XLA time / axle time (> 1: axle is faster), and
 `--write` records it all in benchmarks/RESULTS.md with the machine, versions and date.
@@ -49,6 +51,7 @@ class Result:
     warm_start_ms: float = math.nan
     axle_temp_bytes: int = 0
     xla_temp_bytes: int = 0
+    xla_own_temp_bytes: int = -1  # XLA with its YNNPACK fusions off (-1: not measured)
     kernels: int = 0
     library_calls: int = 0
     error: Optional[str] = None
@@ -192,6 +195,35 @@ def bench_workload(name: str, rounds: int = 7, compile_repeats: int = 2, log=pri
     return res
 
 
+# XLA_FLAGS that turn off XLA's YNNPACK fusions (jax 0.10.2): what remains is XLA's own
+# emitted code and buffer assignment
+NO_YNN_FLAGS = "--xla_cpu_experimental_ynn_fusion_type="
+
+
+def xla_own_temps(names: list, timeout_s: float = 300) -> dict:
+    """{workload: XLA's temp bytes with its YNNPACK fusions off}, measured in a subprocess
+    ({} when that fails: the figure is a reference, not a result)."""
+    import json
+    import subprocess
+    code = ("import json, sys, jax\n"
+            "from axle.tools.bench_workloads import BENCH_WORKLOADS\n"
+            "out = {}\n"
+            "for nm in sys.argv[1:]:\n"
+            "    fn, args = BENCH_WORKLOADS[nm]()\n"
+            "    c = jax.jit(fn).lower(*args).compile()\n"
+            "    out[nm] = int(c.memory_analysis().temp_size_in_bytes)\n"
+            "print(json.dumps(out))\n")
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + NO_YNN_FLAGS).strip()
+    try:
+        done = subprocess.run([sys.executable, "-c", code, *names], env=env, capture_output=True, text=True,
+                              timeout=timeout_s, check=True)
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        return {k: int(v) for k, v in got.items()}
+    except (subprocess.SubprocessError, ValueError, IndexError, OSError):
+        return {}
+
+
 def overhead(rounds: int = 9) -> tuple[float, float, float, float]:
     """Per-call microseconds of a one-op program (4-element add): axle, jax.jit, spreads."""
     import jax
@@ -226,7 +258,8 @@ def _fmt_bytes(n: int) -> str:
 
 def table(results: list, over: Optional[tuple]) -> str:
     head = ("| workload | ops | kernels | lib calls | axle ms (spread) | XLA ms (spread) | XLA/axle | "
-            "max rel err | compile axle s | compile XLA s | warm start ms | temp axle | temp XLA |")
+            "max rel err | compile axle s | compile XLA s | warm start ms | temp axle | temp XLA | "
+            "temp XLA w/o YNN |")
     lines = [head, "|" + "---|" * head.count("|")[:-1] if False else "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         if r.error:
@@ -236,7 +269,8 @@ def table(results: list, over: Optional[tuple]) -> str:
             f"| {r.name} | {r.ops} | {r.kernels} | {r.library_calls} | {r.axle_ms:.3f} ({r.axle_spread:.0f}%) | "
             f"{r.xla_ms:.3f} ({r.xla_spread:.0f}%) | {r.speedup:.2f} | {r.max_rel_err:.1e}{'' if r.ok else ' WRONG'} | "
             f"{r.axle_compile_s:.2f} | {r.xla_compile_s:.2f} | {r.warm_start_ms:.1f} | "
-            f"{_fmt_bytes(r.axle_temp_bytes)} | {_fmt_bytes(r.xla_temp_bytes)} |")
+            f"{_fmt_bytes(r.axle_temp_bytes)} | {_fmt_bytes(r.xla_temp_bytes)} | "
+            f"{_fmt_bytes(r.xla_own_temp_bytes)} |")
     good = [r for r in results if not r.error and r.ok]
     lines.append("")
     lines.append(f"geometric mean of XLA time / axle time: {geomean([r.speedup for r in good]):.2f} "
@@ -278,6 +312,9 @@ def run(names: Optional[list] = None, rounds: int = 7, write: Optional[str] = No
             r = Result(nm, error=f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
             log(f"  {nm}: {r.error}")
             results.append(r)
+    own = xla_own_temps([r.name for r in results if not r.error])
+    for r in results:
+        r.xla_own_temp_bytes = own.get(r.name, -1)
     over = overhead()
     text = table(results, over)
     print(text)
@@ -289,7 +326,8 @@ def run(names: Optional[list] = None, rounds: int = 7, write: Optional[str] = No
             fh.write("Per-call times are medians over interleaved rounds (spread = (max-min)/median of "
                      "the rounds); compile times are cold (caches off); warm start loads from the disk "
                      "cache; temp = peak temporary memory (axle: buffer-assignment arena; XLA: "
-                     "memory_analysis().temp_size_in_bytes).\n\n")
+                     "memory_analysis().temp_size_in_bytes; w/o YNN: the same with XLA's YNNPACK fusions "
+                     "off, whose own buffers memory_analysis does not count).\n\n")
             fh.write(text + "\n")
     return results
 

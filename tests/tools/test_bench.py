@@ -1,0 +1,40 @@
+"""`axle bench`: one workload end to end against XLA, the table, XLA's memory without YNNPACK."""
+import math
+
+import pytest
+
+pytest.importorskip("jax")
+
+from axle.tools import bench  # noqa: E402
+
+
+def test_one_workload_end_to_end():
+    """Compiled by both, outputs agree with XLA's, times and memory are measured."""
+    r = bench.bench_workload("layernorm", rounds=2, compile_repeats=1, log=lambda s: None)
+    assert r.error is None and r.ok, r.max_rel_err
+    assert r.max_rel_err < 1e-5
+    assert r.axle_ms > 0 and r.xla_ms > 0 and math.isfinite(r.speedup)
+    assert r.kernels == 1  # the whole layernorm is one row-fused kernel
+    assert r.axle_temp_bytes == 0 and r.xla_temp_bytes >= 0
+    assert r.warm_start_ms > 0
+
+
+def test_table_marks_wrong_results_and_leaves_them_out_of_the_mean():
+    good = bench.Result("a", axle_ms=1.0, xla_ms=2.0, ok=True, max_rel_err=0.0,
+                        axle_compile_s=1.0, xla_compile_s=1.0)
+    bad = bench.Result("b", axle_ms=1.0, xla_ms=100.0, ok=False, max_rel_err=1.0,
+                       axle_compile_s=1.0, xla_compile_s=1.0)
+    broken = bench.Result("c", error="ValueError: no")
+    text = bench.table([good, bad, broken], (5.0, 20.0, 1.0, 1.0))
+    assert "WRONG" in text.splitlines()[3]
+    assert "error: ValueError: no" in text
+    assert "geometric mean of XLA time / axle time: 2.00 over 1 workloads" in text
+    assert "n/a" in text  # XLA without YNNPACK: not measured
+    assert bench.geomean([1.0, 4.0]) == pytest.approx(2.0)
+
+
+def test_xla_without_ynnpack_counts_its_own_buffers():
+    """XLA's memory_analysis reports 0 bytes for the CNN (YNNPACK's buffers are its own);
+    with YNNPACK's fusions off, XLA's buffer assignment needs the feature maps."""
+    own = bench.xla_own_temps(["cnn_inference"])
+    assert own["cnn_inference"] >= 16 * 32 * 32 * 32 * 4  # at least the first conv's output
