@@ -1,8 +1,20 @@
-"""Convolutions that run as tiled im2col + BLAS GEMM give the interpreter's results."""
+"""Convolutions that run as tiled im2col + BLAS GEMM, or as the direct 2-D kernel, give the
+interpreter's results."""
 import numpy as np
 import pytest
 
 import axle
+from axle.backends.cpu import disk_cache, kernels_conv, parallel
+from axle.backends.cpu import executable as cpu_exe
+
+
+def _fresh(text):
+    """Compiled now (module flags differ between tests: no cache may answer)."""
+    with disk_cache.disabled():
+        cpu_exe.clear_memory_cache()
+        exe = axle.compile(text)
+        cpu_exe.clear_memory_cache()
+    return exe
 
 
 def conv_text(n, spatial, cin, cout, ksz, strides, pads, rdil, dtype="f32"):
@@ -37,13 +49,14 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-def test_conv_gemm_matches_interpreter(case, dtype):
+def test_conv_gemm_matches_interpreter(case, dtype, monkeypatch):
     text, xs, ws = conv_text(*case, dtype=dtype)
     r = np.random.default_rng(2)
     npd = np.float32 if dtype == "f32" else np.float64
     x = r.standard_normal(xs).astype(npd)
     w = r.standard_normal(ws).astype(npd)
-    exe = axle.compile(text)
+    monkeypatch.setattr(kernels_conv, "DIRECT", False)
+    exe = _fresh(text)
     assert [k.library for k in exe.program.kernels] == [f"blas.{'s' if dtype == 'f32' else 'd'}gemm"]
     want = axle.interpret(text, x, w)
     np.testing.assert_allclose(exe(x, w), want, rtol=1e-4 if dtype == "f32" else 1e-10,
@@ -51,7 +64,7 @@ def test_conv_gemm_matches_interpreter(case, dtype):
 
 
 def test_tiles_with_a_remainder(monkeypatch):
-    from axle.backends.cpu import kernels_conv
+    monkeypatch.setattr(kernels_conv, "DIRECT", False)
     monkeypatch.setattr(kernels_conv, "PATCH_BYTES", 27 * 4 * 7)  # 7 rows per tile, 2*9*9 = 162 rows
     text, xs, ws = conv_text(*CASES[0])
     r = np.random.default_rng(3)
@@ -63,3 +76,44 @@ def test_tiles_with_a_remainder(monkeypatch):
         got = axle.compile(text)(x, w)
         cpu_exe.clear_memory_cache()
     np.testing.assert_allclose(got, axle.interpret(text, x, w), rtol=1e-4, atol=1e-4)
+
+
+# f32 2-D convolutions with output features in blocks of 16 or 8: the direct kernel
+DIRECT_CASES = [
+    (2, (9, 9), 3, 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),  # 'SAME', a partial pixel block
+    (3, (17, 11), 5, 8, (3, 2), (2, 1), ((0, 2), (1, 0)), (1, 2)),  # blocks of 8 features
+    (1, (20, 23), 32, 48, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),  # three packed weight blocks
+    (2, (12, 14), 4, 16, (5, 5), (2, 3), ((2, 1), (0, 3)), (2, 1)),  # strides, dilation, uneven pads
+    (1, (6, 40), 2, 32, (1, 3), (1, 1), ((-1, 0), (1, 1)), (1, 1)),  # negative padding
+    (4, (16, 16), 8, 16, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1)),  # 1x1
+]
+
+
+@pytest.mark.parametrize("case", DIRECT_CASES)
+def test_direct_conv_matches_interpreter_serial_or_split(case, monkeypatch):
+    """Same bits on one thread or split by rows; the interpreter's values."""
+    text, xs, ws = conv_text(*case)
+    r = np.random.default_rng(4)
+    x, w = r.standard_normal(xs).astype(np.float32), r.standard_normal(ws).astype(np.float32)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 1)
+    par = _fresh(text)
+    assert [k.library for k in par.program.kernels] == [None]  # no BLAS, no patches
+    assert ".par" in par._static.optimized_ir
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=false")
+    ser = _fresh(text)
+    assert ".par" not in ser._static.optimized_ir
+    got = par(x, w)
+    np.testing.assert_array_equal(got, ser(x, w))
+    np.testing.assert_allclose(got, axle.interpret(text, x, w), rtol=1e-4, atol=1e-4)
+    # temporaries: only the weights regrouped by feature block, when there is more than one
+    cout = case[3]
+    packed = 0 if cout == 16 or cout == 8 else int(np.prod(ws)) * 4
+    assert par.program.arena_bytes == (packed + 63) // 64 * 64
+
+
+def test_direct_conv_rejects_what_it_does_not_cover(monkeypatch):
+    """Other element types and feature counts fall back to BLAS (f64) or the loop nest."""
+    text, xs, ws = conv_text(2, (9, 9), 3, 12, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1))  # 12 features
+    assert [k.library for k in _fresh(text).program.kernels] == ["blas.sgemm"]
+    text, xs, ws = conv_text(2, (9, 9), 3, 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), dtype="f64")
+    assert [k.library for k in _fresh(text).program.kernels] == ["blas.dgemm"]
