@@ -29,7 +29,7 @@ def target_machine(opt: int = 3):
     _init()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=_features(),
-                                        opt=opt, reloc="pic", codemodel="jitdefault")
+                                        opt=opt, reloc="pic", codemodel="small")
 
 
 def _features() -> str:
