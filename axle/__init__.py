@@ -36,6 +36,8 @@ def compile(module, backend: str = "cpu", entry: str = "main", **options):
         return cpu_compile(module, entry, **options)
     if backend == "interpreter":
         from axle.interpreter.evaluator import run_function
+        from axle.ir.verifier import verify_signatures
+        verify_signatures(module)
 
         class _Interpreted:
             def execute(self, args):

@@ -78,6 +78,15 @@ def verify(module: Module) -> None:
     _Verifier(module).run()
 
 
+def verify_signatures(module: Module) -> None:
+    """Check only that every function's entry arguments and returns match its type: what
+    compiling needs before it sizes argument and result buffers from the signature (the
+    full verify() also holds programs to constraints some backends relax)."""
+    for op in module.operations:
+        if op.name == "func.func":
+            _func(None, op)
+
+
 def verify_op(op: Operation, module: Optional[Module] = None) -> None:
     """Check one op and everything nested in it. Values defined outside `op` are taken
     as defined; calls are checked against `module` when it is given."""

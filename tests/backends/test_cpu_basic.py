@@ -126,3 +126,15 @@ func.func @main(%x: tensor<3xi64>) -> tensor<3xi64> {
     reset_default_probes()
     with pytest.raises(CheckFailure, match="no value"):
         CpuExecutable(parse_module(text.replace("%s", "missing"))).execute([x])
+
+
+def test_return_that_does_not_match_the_signature_is_an_error():
+    """The result buffers are sized from the signature: a return of another shape must be
+    rejected before any code runs (it would write outside them)."""
+    from axle.ir.verifier import VerificationError
+    text = """func.func @main(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
+      return %x : tensor<4x16xf32>
+    }"""
+    for backend in ("cpu", "interpreter"):
+        with pytest.raises(VerificationError, match="returns .tensor<4x16xf32>. but @main has result types"):
+            axle.compile(text, backend=backend)

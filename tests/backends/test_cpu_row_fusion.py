@@ -115,3 +115,73 @@ def test_row_fused_softmax_parallel_matches_serial(monkeypatch):
     monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=true")
     par = axle.compile(SOFTMAX.replace("37", "64").replace("300", "700"))
     np.testing.assert_array_equal(par(x), serial)
+
+
+def _kept_inputs(text, monkeypatch):
+    """Compile `text` fresh; the ops whose values a row-fused kernel kept in its result row."""
+    from axle.backends.cpu import disk_cache, row_fusion
+    from axle.backends.cpu import executable as cpu_exe
+    kept = []
+    orig = row_fusion._row_kept
+
+    def spy(*a):
+        red = orig(*a)
+        if red is not None:
+            kept.append(red.operands[0].owner.name)
+        return red
+    monkeypatch.setattr(row_fusion, "_row_kept", spy)
+    with disk_cache.disabled():
+        cpu_exe.clear_memory_cache()
+        exe = axle.compile(text)
+        cpu_exe.clear_memory_cache()
+    return exe, kept
+
+
+def test_softmax_keeps_exp_in_the_result_row(monkeypatch):
+    """exp(x - max) is computed once per element: kept in the result row by the sum's loop
+    and read back by the division."""
+    exe, kept = _kept_inputs(SOFTMAX, monkeypatch)
+    assert kept == ["stablehlo.exponential"]
+    x = _rand((37, 300))
+    np.testing.assert_allclose(exe(x), axle.interpret(SOFTMAX, x), rtol=2e-6, atol=1e-7)
+
+
+def test_layernorm_keeps_nothing(monkeypatch):
+    """The variance's input (x - mean)^2 is not what the output reads: nothing kept."""
+    exe, kept = _kept_inputs(LAYERNORM, monkeypatch)
+    assert kept == []
+
+
+# softmax of a product whose result also reads x itself (y = x * e / s), on a temporary x
+# (a dot's result) that dies in y's kernel: were y given x's buffer, the kept row would
+# overwrite x before y's loop reads it. Buffer assignment does not (the row reductions read
+# x across the row), and the kernel's own check agrees
+IN_PLACE = """
+func.func @main(%a: tensor<16x8xf32>, %b: tensor<8x64xf32>, %c: tensor<64x4xf32>) -> tensor<16x4xf32> {
+  %x = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<16x8xf32>, tensor<8x64xf32>) -> tensor<16x64xf32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<16x64xf32>, tensor<f32>) -> tensor<16xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<16xf32>) -> tensor<16x64xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<16x64xf32>
+  %e = stablehlo.exponential %d : tensor<16x64xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [1] : (tensor<16x64xf32>, tensor<f32>) -> tensor<16xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<16xf32>) -> tensor<16x64xf32>
+  %q = stablehlo.divide %e, %sb : tensor<16x64xf32>
+  %y = stablehlo.multiply %x, %q : tensor<16x64xf32>
+  %o = stablehlo.dot_general %y, %c, contracting_dims = [1] x [0] : (tensor<16x64xf32>, tensor<64x4xf32>) -> tensor<16x4xf32>
+  return %o : tensor<16x4xf32>
+}
+"""
+
+
+def test_kept_row_never_overwrites_what_the_kernel_still_reads(monkeypatch):
+    from axle.backends.cpu import compiler
+    aliased = []
+    orig = compiler._reads_buffer_of
+    monkeypatch.setattr(compiler, "_reads_buffer_of", lambda *a: aliased.append(orig(*a)) or aliased[-1])
+    exe, kept = _kept_inputs(IN_PLACE, monkeypatch)
+    assert kept == ["stablehlo.exponential"] and aliased == [False]
+    assert exe.program.arena_bytes == 2 * 16 * 64 * 4  # x and y: two buffers
+    a, b, c = _rand((16, 8), 4), _rand((8, 64), 5), _rand((64, 4), 6)
+    np.testing.assert_allclose(exe(a, b, c), axle.interpret(IN_PLACE, a, b, c), rtol=2e-5, atol=1e-5)

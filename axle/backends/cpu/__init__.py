@@ -9,9 +9,13 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
     or disk cache (keyed by the module as given) is used as it is. `profile=True` times every
     top-level kernel natively on each call (profiling.ProfiledExecutable).
 
+    A function whose returns or entry arguments do not match its signature raises
+    axle.ir.verifier.VerificationError naming the op, before anything is compiled.
     A failure inside axle (not the input's fault) raises axle.reproducer.InternalCompilerError,
     after writing the module and a repro.py to the folder its message names."""
     from axle.backends.cpu.executable import CpuExecutable
+    from axle.ir.verifier import verify_signatures
+    verify_signatures(module)
     from axle.reproducer import guard_codegen, run_pipeline
     pipeline = None
     ran = [not passes]

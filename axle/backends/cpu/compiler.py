@@ -817,6 +817,25 @@ def _schedule(ops: list, want: set, block: Block, targets: dict, ret: Operation)
     return order + rest
 
 
+def _reads_buffer_of(ctx: Context, values: list, r: Value) -> bool:
+    """Whether a value with a buffer among `values` or read through fused values from them
+    shares r's buffer."""
+    seen, stack = set(), list(values)
+    while stack:
+        v = stack.pop()
+        if id(v) in seen or not hasattr(v, "type"):
+            continue
+        seen.add(id(v))
+        if ctx.has_buffer(v):
+            if ctx.same_buffer(v, r):
+                return True
+            continue
+        o = getattr(v, "owner", None)
+        if isinstance(o, Operation):
+            stack.extend(o.operands)
+    return False
+
+
 def emit_elementwise(ctx: Context, op: Operation) -> None:
     r = op.results[0]
     t = _ty(r)
@@ -834,13 +853,19 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
         return
     # row fusion: per row of the outer `k` dimensions, the fused reductions, then the row
     from axle.backends.cpu.row_fusion import emit_row_reduction
-    k, reds, maps = rows
+    k, reds, maps, kept = rows
     shape = list(t.shape)
+    if kept is not None and _reads_buffer_of(ctx, list(op.operands), r):
+        kept = None  # the result shares a buffer with a value this kernel reads (in place)
 
     def row(outer):
         for red in reds:
-            emit_row_reduction(ctx, red, outer, maps[id(red.results[0])])
+            emit_row_reduction(ctx, red, outer, maps[id(red.results[0])], r if red is kept else None)
+        if kept is not None:  # the row of the reduction's input, kept in the result row
+            em.buffers[id(kept.operands[0])] = dict.__getitem__(em.buffers, id(r))
         em.loop_nest(shape[k:], lambda inner: body(outer + inner))
+        if kept is not None:
+            del em.buffers[id(kept.operands[0])]
         for red in reds:
             del em.scalars[id(red.results[0])]
     inner = int(np.prod(shape[k:], dtype=np.int64))

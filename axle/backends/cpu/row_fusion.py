@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from axle.backends.cpu import scalar as S
 from axle.backends.cpu.emitter import _ty
 from axle.ir.core import Block, Operation, Value
 
@@ -180,13 +181,46 @@ def plan(ops: list, want: set, targets: dict, returned: set, block: Block, deps)
         reds.sort(key=lambda o: order[id(o)])
         for red in reds:
             want.discard(id(red.results[0]))
-    return {k: (kk, reds, {id(red.results[0]): map_of[id(red.results[0])] for red in reds})
-            for k, (kk, reds) in plans.items()}
+    out = {}
+    for k, (kk, reds) in plans.items():
+        host = next(o for o in emitted if id(o) == k)
+        maps = {id(red.results[0]): map_of[id(red.results[0])] for red in reds}
+        out[k] = (kk, reds, maps, _row_kept(host, kk, reds, maps, want, block))
+    return out
 
 
-def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple) -> None:
+def _row_kept(host: Operation, k: int, reds: list, maps: dict, want: set, block: Block):
+    """The first fused reduction whose input the host reads again at its own index, as
+    softmax reads e = exp(x - max) for the sum and then for e / sum: its values, computed
+    in the reduction's loop over the row, can be kept in the host's output row and read
+    back instead of computed twice (None when no reduction qualifies). The input must be a
+    fused value (no buffer) of the host's shape and type, reduced over exactly the host's
+    inner dimensions, and read by the host at its own index only."""
+    hshape = _shape(host.results[0])
+    ident = tuple(range(len(hshape)))
+    for red in reds:
+        v = red.operands[0]
+        o = getattr(v, "owner", None)
+        if not isinstance(o, Operation) or o.parent is not block or o.name == "stablehlo.constant":
+            continue  # an argument or a constant: read from memory anyway
+        if len(red.operands) != 2 or id(v) in want or _shape(v) != hshape \
+                or _ty(v).element_type != _ty(host.results[0]).element_type:
+            continue
+        if sorted(red.attr("dimensions")) != list(range(k, len(hshape))) or maps[id(red.results[0])] != ident[:k]:
+            continue
+        # the host's own reads (the fused reductions are computed before the row, apart)
+        stops = want | {id(x.results[0]) for x in reds}
+        found = _reads_of([(host.results[0], list(ident))], {id(v)}, stops, block, root=True)
+        if found.get(id(v)) == {ident}:
+            return red
+    return None
+
+
+def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: Optional[Value] = None) -> None:
     """Compute reduction `red` at the element its index map picks from the host's outer
-    indices `row`, into a stack slot that value_at reads (ctx.em.scalars)."""
+    indices `row`, into a stack slot that value_at reads (ctx.em.scalars). With `keep`
+    (the host's result; see _row_kept), each input value is also stored into it at the
+    input's index."""
     from axle.backends.cpu.kernels import Accumulators, _simple_float_add
     em = ctx.em
     n = len(red.results)
@@ -204,12 +238,17 @@ def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple) -> None
             full[d] = i
         for d, i in zip(dims, red_idx):
             full[d] = i
+        values = [em.value_at(v, full) for v in inputs]
+        if keep is not None:
+            kt = _ty(keep)
+            S.store(em.b, values[0], em.element_ptr(ctx.buffer(keep), kt.element_type, em.linear(full, kt.shape)),
+                    kt.element_type)
         if reassoc:
             b = em.b
-            total = b.fadd(b.load(acc.slots[0]), em.value_at(inputs[0], full))
+            total = b.fadd(b.load(acc.slots[0]), values[0])
             total.flags.append("reassoc")
             b.store(total, acc.slots[0])
         else:
-            acc.combine([em.value_at(v, full) for v in inputs])
+            acc.combine(values)
     em.loop_nest([in_t.shape[d] for d in dims], inner)
     em.scalars[id(red.results[0])] = acc.slots[0]
