@@ -68,10 +68,6 @@ _ERF_LOG2 = [_H(c) for c in ("-0x1.93cfb6p-13", "-0x1.a094acp+0", "-0x1.d654e2p-
 # 2^f on |f| <= 1/2: 1 + c1 f + ... + c6 f^6, relative error 3.0e-9 (2^-28.3)
 _EXP2 = [_H(c) for c in ("0x1.62e430p-1", "0x1.ebfbdcp-3", "0x1.c6af7cp-5", "0x1.3b2de0p-7",
                          "0x1.5f0834p-10", "0x1.416b64p-13")]
-# tanh(x) on |x| <= 0.625: x + x^3 (c0 + c1 s + ... + c4 s^4), s = x^2, relative error
-# 4.5e-9 (2^-27.7)
-_TANH = [_H(c) for c in ("-0x1.555532p-2", "0x1.1106f6p-3", "-0x1.b835a4p-5", "0x1.51f8cep-6",
-                         "-0x1.750ce4p-8")]
 # pow's log2 and exp2, in f64 (see power):
 # log2(1 + f) on sqrt(1/2)-1 <= f <= sqrt(2)-1: f (c1 + c2 f + ... + c13 f^12), relative
 # error 1.6e-11 (2^-35.8)
@@ -162,13 +158,17 @@ class _Fn:
         b = self.b
         return b.bitcast(b.shl(b.add(k, self.i(127)), self.i(23)), F32)
 
-    def reduce_ln2(self, x):
+    def reduce_ln2(self, x, half=None):
         """x = k ln2 + r with k = rint(x / ln2), |r| <= ln2/2 (plus rounding); (k as i32, r).
         x must be finite with |x| < 2^21. k comes from the 1.5 * 2^23 shifter: the fma rounds
         x/ln2 + 1.5 * 2^23 to an integer, whose low bits are k (no float->int conversion).
-        x - k LN2_HI is exact; r has one rounding."""
+        x - k LN2_HI is exact; r has one rounding. `half` (x = 2 half, exactly): k is found
+        from half, in parallel with the doubling (one step less on the dependency chain)."""
         b = self.b
-        shifted = self.fma(x, self.c(_LOG2E), self.c(_SHIFTER))
+        if half is not None:
+            shifted = self.fma(half, self.c(2 * _LOG2E), self.c(_SHIFTER))
+        else:
+            shifted = self.fma(x, self.c(_LOG2E), self.c(_SHIFTER))
         nk = b.fsub(self.c(_SHIFTER), shifted)  # -k, exactly
         r = self.fma(nk, self.c(_LN2_LO), self.fma(nk, self.c(_LN2_HI), x))
         return b.sub(b.bitcast(shifted, I32), self.i(_SHIFTER_BITS)), r
@@ -216,20 +216,24 @@ def _exp_small(f: _Fn, x):
     return f.b.fmul(_exp_poly(f, r), f.pow2(k))
 
 
-def _expm1_core(f: _Fn, x):
+def _expm1_core(f: _Fn, x, half=None, small=False):
     """expm1(x) for x in [-30, 89] or NaN (x = -0 gives +0): with x = k ln2 + r and
     q = expm1(r) = r + r^2 P(r), expm1(x) = 2^k q + (2^k - 1), computed as
     (2^k r + (2^k - 1)) + 2^k r^2 P(r) so that the large part is rounded once (2^k - 1 is
     exact for k <= 24; beyond, the -1 does not matter). k = 128 (x >= 88.38) uses 2^127 and
     doubles the result, which overflows to inf where it should."""
     b = f.b
-    k, r = f.reduce_ln2(x)
-    big = b.icmp_signed(">", k, f.i(127))
-    s = f.pow2(b.select(big, f.i(127), k))
+    k, r = f.reduce_ln2(x, half)
+    if small:  # the caller knows x <= 88 (k <= 127)
+        big = None
+        s = f.pow2(k)
+    else:
+        big = b.icmp_signed(">", k, f.i(127))
+        s = f.pow2(b.select(big, f.i(127), k))
     p = f.horner(r, _EXPM1)
     head = f.fma(s, r, b.fsub(s, f.c(1.0)))
     y = f.fma(b.fmul(s, b.fmul(r, r)), p, head)
-    return b.fmul(y, b.select(big, f.c(2.0), f.c(1.0)))
+    return y if big is None else b.fmul(y, b.select(big, f.c(2.0), f.c(1.0)))
 
 
 def expm1(e, x):
@@ -260,21 +264,17 @@ def logistic(e, x):
 
 
 def tanh(e, x):
-    """tanh(|x|), sign copied from x:
-    |x| < 0.625: |x| + |x|^3 P(x^2) (the polynomial above; tiny and denormal x give x).
-    |x| >= 0.625: 1 - 2 / (1 + exp(2|x|)), |x| clamped to 9.1 (tanh rounds to 1 above 9.01):
-      z = 2/(1 + E) <= 0.45 carries about 2 ulp of its own relative error (E's, 1 + E's
-      rounding, the division's), under 1 ulp of the result >= 0.55.
-    Error < 1.4 ulp."""
+    """tanh(|x|) = t / (t + 2) with t = expm1(2|x|), sign copied from x; |x| clamped to 9.1
+    (tanh rounds to 1 above 9.01). One path for every x: t is within 1.3 ulp, and
+    d(t/(t+2))/dt * t / (t/(t+2)) = 2/(t+2) <= 1 carries no more than that into the result;
+    t + 2 and the division round once each. Tiny and denormal x give x (t = 2x exactly,
+    t + 2 rounds to 2). A NaN stays NaN."""
     f = _Fn(e)
     b = f.b
     ax = f.call("llvm.fabs", x)
-    s = b.fmul(ax, ax)
-    small = f.fma(b.fmul(ax, s), f.horner(s, _TANH), ax)
-    a = b.select(f.lt(ax, f.c(9.1)), ax, f.c(9.1))
-    z = b.fdiv(f.c(2.0), b.fadd(f.c(1.0), _exp_small(f, b.fadd(a, a))))
-    # unordered compare: a NaN takes the polynomial, which returns it
-    y = b.select(b.fcmp_unordered("<", ax, f.c(0.625)), small, b.fsub(f.c(1.0), z))
+    a = f.clamp(ax, 0.0, 9.1)
+    t = _expm1_core(f, b.fadd(a, a), half=a, small=True)
+    y = b.fdiv(t, b.fadd(t, f.c(2.0)))
     return f.call("llvm.copysign", y, x)
 
 

@@ -108,13 +108,6 @@ def tables() -> dict:
     fs = grid(-0.5 * 1.0001, 0.5 * 1.0001)
     g = np.exp2(fs)
     put("_EXP2", fit_f32(fs, g, 1 / g, range(7), {0: 1.0}), fs, g, 1 / g, skip=(0,))
-    # tanh, |x| <= 0.625: (tanh(x)/x - 1)/x^2 in s = x^2, error relative to tanh
-    xs = grid(0, 0.625 * 1.0001)
-    xs = xs[xs > 0]
-    s = xs * xs
-    g = (np.tanh(xs) / xs - 1) / s
-    w = xs * s / np.tanh(xs)
-    put("_TANH", fit_f32(s, g, w, range(5)), s, g, w)
     # pow, in f64 (no rounding to f32)
     xs = grid(lo * L(1.0001), hi * L(1.0001), 6000)
     xs = xs[xs != 0]
