@@ -238,11 +238,18 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
 # ----------------------------------------------------------------- direct 2-D convolution
 DIRECT = True  # plain f32 2-D convolutions with few input features per window run direct
 DIRECT_MAX_WINDOW = 512  # ...up to this many kernel-height x kernel-width x input features
-# floats of output kept in registers per block: 12 AVX registers. With 8, the multiply-adds
-# of a block waited on each other (4 cycles of latency, 2 per cycle: at least 8 in flight)
-# and the 3x3x32->64 convolution of the CNN ran at 35-80 GFLOP/s on one core; with 12 at
-# 91-93 (BLAS on patches: 64)
-ACCUMULATORS = 96
+# vector registers of output kept per register block: with 8 (AVX2), the multiply-adds of
+# a block waited on each other (4 cycles of latency, 2 per cycle: at least 8 in flight) and
+# the 3x3x32->64 convolution of the CNN ran at 35-80 GFLOP/s on one core; with 12 at 91-93
+# (BLAS on patches: 64)
+ACCUMULATORS = 12
+
+
+def _vector_floats() -> int:
+    """f32 lanes of the host's vector registers as LLVM uses them here (llvm_env: 512-bit
+    vectors on AVX-512 hosts)."""
+    from axle.backends.cpu.llvm_env import host_cpu
+    return 16 if "+avx512f" in host_cpu()[1] else 8
 
 
 def _direct_plan(op: Operation):
@@ -351,7 +358,7 @@ def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:
                        b.mul(fb, c64(cb)))
             b.store(b.load(accs[p]), b.bitcast(b.gep(dst, [at], inbounds=True), vt.as_pointer()), align=4)
 
-    px = max(1, min(ow, ACCUMULATORS // cb))
+    px = max(1, min(ow, ACCUMULATORS * _vector_floats() // cb))
     window = kh * kw * c
     token = None
     if f > cb:
