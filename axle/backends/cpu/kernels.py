@@ -198,10 +198,10 @@ def _reduce_leading_in_parts(ctx: Context, op: Operation, in_t, out_ts, total: i
     part_bytes = off
     out_shape = list(out_ts[0].shape)
 
-    def partials(frame, k):  # k >= 1
+    def partials(frame, k):  # part k >= 1's partial results (for k = 0: not an address to use)
         b = em.b
-        base = b.gep(frame, [b.mul(b.sub(k, em.const_i64(1)), em.const_i64(part_bytes))], inbounds=True)
-        return [b.gep(base, [em.const_i64(o)], inbounds=True) for o in offsets]
+        base = b.gep(frame, [b.mul(b.sub(k, em.const_i64(1)), em.const_i64(part_bytes))])
+        return [b.gep(base, [em.const_i64(o)]) for o in offsets]
 
     def part(k, frame):
         b = em.b

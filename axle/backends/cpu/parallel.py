@@ -424,7 +424,9 @@ def _pool_call(ctx, n_chunks: int, body, frame_bytes: int = 0):
             pb = ctx._prologue
             ctx.table = pb.bitcast(pb.load(fn.args[0]), p8.as_pointer())
             frame = pb.load(pb.gep(fn.args[0], [em.const_i64(1)], inbounds=True))
-        body(fn.args[1], fn.args[3], frame)  # the pool numbers its threads 0 (the caller) ..
+        # chunk number, thread number (the pool numbers its threads 0 (the caller) ..
+        # thread_count() - 1), frame
+        body(fn.args[1], fn.args[3], frame)
     run = ctx.mod.globals.get("axle_pool_run")
     if run is None:  # external: bound at link time
         run = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [p8, p8, I64]), "axle_pool_run")
