@@ -185,3 +185,38 @@ def test_kept_row_never_overwrites_what_the_kernel_still_reads(monkeypatch):
     assert exe.program.arena_bytes == 2 * 16 * 64 * 4  # x and y: two buffers
     a, b, c = _rand((16, 8), 4), _rand((8, 64), 5), _rand((64, 4), 6)
     np.testing.assert_allclose(exe(a, b, c), axle.interpret(IN_PLACE, a, b, c), rtol=2e-5, atol=1e-5)
+
+
+# attention's masked softmax: exp(scale * select(mask, s, -1e9) - max) costs more than a
+# value worth computing twice, and its readers are the sum and the division (then a reshape
+# dropping the unit batch dimension): kept in the result row, it needs no kernel and no
+# buffer of its own
+MASKED = """
+func.func @main(%s: tensor<1x3x16x16xf32>, %mask: tensor<16x16xi1>) -> tensor<3x16x16xf32> {
+  %mb = stablehlo.broadcast_in_dim %mask, dims = [2, 3] : (tensor<16x16xi1>) -> tensor<1x3x16x16xi1>
+  %neg = stablehlo.constant dense<-1.0e9> : tensor<1x3x16x16xf32>
+  %x = stablehlo.select %mb, %s, %neg : tensor<1x3x16x16xi1>, tensor<1x3x16x16xf32>
+  %c = stablehlo.constant dense<0.125> : tensor<1x3x16x16xf32>
+  %xs = stablehlo.multiply %x, %c : tensor<1x3x16x16xf32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%xs init: %ninf) applies stablehlo.maximum across dimensions = [3] : (tensor<1x3x16x16xf32>, tensor<f32>) -> tensor<1x3x16xf32>
+  %mbb = stablehlo.broadcast_in_dim %m, dims = [0, 1, 2] : (tensor<1x3x16xf32>) -> tensor<1x3x16x16xf32>
+  %d = stablehlo.subtract %xs, %mbb : tensor<1x3x16x16xf32>
+  %e = stablehlo.exponential %d : tensor<1x3x16x16xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %sum = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [3] : (tensor<1x3x16x16xf32>, tensor<f32>) -> tensor<1x3x16xf32>
+  %sb = stablehlo.broadcast_in_dim %sum, dims = [0, 1, 2] : (tensor<1x3x16xf32>) -> tensor<1x3x16x16xf32>
+  %p = stablehlo.divide %e, %sb : tensor<1x3x16x16xf32>
+  %r = stablehlo.reshape %p : (tensor<1x3x16x16xf32>) -> tensor<3x16x16xf32>
+  return %r : tensor<3x16x16xf32>
+}
+"""
+
+
+def test_masked_softmax_keeps_its_costly_exp_instead_of_storing_it(monkeypatch):
+    exe, kept = _kept_inputs(MASKED, monkeypatch)
+    assert kept[-1] == "stablehlo.exponential"
+    assert len(_top_kernels(exe)) == 1 and exe.program.arena_bytes == 0
+    s = _rand((1, 3, 16, 16), 7)
+    mask = np.tril(np.ones((16, 16), bool))
+    np.testing.assert_allclose(exe(s, mask), axle.interpret(MASKED, s, mask), rtol=2e-6, atol=1e-7)

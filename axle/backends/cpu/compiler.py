@@ -341,6 +341,41 @@ class Context:
                 return False
         return _Scope()
 
+    def _plan_row_fusion(self, ops: list, want: set, targets: dict, returned: set, block: Block,
+                         uses: dict) -> set:
+        """Row fusions of the top-level block (row_fusion.plan) into self.row_fusions; returns
+        the materialized values that remain. A value given a buffer only because two ops
+        read it and it is too costly to compute twice (exp(x - max) under a masked
+        softmax), whose two readers are a reduction row-fused into a kernel and that
+        kernel at its own index, is left unmaterialized when planning again without it
+        keeps it in that kernel's result row (row_fusion._row_kept): computed once, and
+        neither a kernel nor a buffer of its own."""
+        from axle.backends.cpu import row_fusion
+
+        def plan(w):
+            memo: dict = {}
+            return row_fusion.plan(ops, w, targets, returned, block, lambda o: _op_deps(o, w, block, memo))
+        chosen = set(want)  # plan() drops the row-fused reductions from the set it is given
+        plans = plan(chosen)
+        removed: set = set()
+        tried: set = set()
+        while True:
+            candidates = [red.operands[0] for _, reds, _, _ in plans.values() for red in reds]
+            candidates = [v for v in candidates if id(v) in chosen and id(v) not in tried
+                          and _computed_here(v, block) and uses.get(id(v), 0) == 2
+                          and id(v) not in targets and id(v) not in returned]
+            if not candidates:
+                break
+            v = candidates[0]
+            tried.add(id(v))
+            trial = set(want) - removed - {id(v)}
+            again = plan(trial)
+            if any(kept is not None and kept.operands[0] is v for _, _, _, kept in again.values()):
+                removed.add(id(v))
+                chosen, plans = trial, again
+        self.row_fusions.update(plans)
+        return chosen
+
     def mark_library(self, name: str) -> None:
         """Record that the kernel being emitted calls library routine `name`."""
         self.kernels[-1].library = name
@@ -483,11 +518,7 @@ class Context:
                         want.add(id(v))
         top = level == 0 and results_into is not None  # the program's own block
         if top:
-            from axle.backends.cpu import row_fusion
-            memo: dict = {}
-            self.row_fusions.update(row_fusion.plan(
-                ops, want, targets, {id(v) for v in ret.operands}, block,
-                lambda o: _op_deps(o, want, block, memo)))
+            want = self._plan_row_fusion(ops, want, targets, {id(v) for v in ret.operands}, block, uses)
         order = None
         if top and SCHEDULE:
             order = _schedule(ops, want, block, targets, ret)
@@ -614,6 +645,13 @@ def _kernels(ops: list, want: set) -> list:
     """The ops of `ops` emitted as kernels: those with a materialized result, and the ones
     without results that run for their effect."""
     return [op for op in ops if any(id(r) in want for r in op.results) or (not op.results and op.name in KERNELS)]
+
+
+def _computed_here(v: Value, block: Block) -> bool:
+    """v is the result of an elementwise-fusible op of `block` (no kernel of its own)."""
+    o = getattr(v, "owner", None)
+    return isinstance(o, Operation) and o.parent is block and KERNELS.get(o.name) is None \
+        and o.name != "stablehlo.constant"
 
 
 def _op_deps(op: Operation, want: set, block: Block, memo: dict) -> set:

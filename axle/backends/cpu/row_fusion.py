@@ -190,30 +190,48 @@ def plan(ops: list, want: set, targets: dict, returned: set, block: Block, deps)
 
 
 def _row_kept(host: Operation, k: int, reds: list, maps: dict, want: set, block: Block):
-    """The first fused reduction whose input the host reads again at its own index, as
+    """A fused reduction whose input the host reads again at its own index, as
     softmax reads e = exp(x - max) for the sum and then for e / sum: its values, computed
     in the reduction's loop over the row, can be kept in the host's output row and read
     back instead of computed twice (None when no reduction qualifies). The input must be a
-    fused value (no buffer) of the host's shape and type, reduced over exactly the host's
-    inner dimensions, and read by the host at its own index only."""
+    fused value (no buffer) with the host result's element type and, unit dimensions
+    aside, its shape, so that each element has the same row-major position in both; the
+    host must read it only at its own index, and the reduction must run over exactly the
+    host's inner (row) dimensions."""
     hshape = _shape(host.results[0])
-    ident = tuple(range(len(hshape)))
-    for red in reds:
+    ident = list(range(len(hshape)))
+    # the last first: a later reduction's input usually builds on an earlier one's (the
+    # masked softmax's exp(select(...) - max) on select(...)), so keeping it saves the most
+    for red in reversed(reds):
         v = red.operands[0]
         o = getattr(v, "owner", None)
         if not isinstance(o, Operation) or o.parent is not block or o.name == "stablehlo.constant":
             continue  # an argument or a constant: read from memory anyway
-        if len(red.operands) != 2 or id(v) in want or _shape(v) != hshape \
+        vs = _shape(v)
+        if len(red.operands) != 2 or id(v) in want or [n for n in vs if n != 1] != [n for n in hshape if n != 1] \
                 or _ty(v).element_type != _ty(host.results[0]).element_type:
-            continue
-        if sorted(red.attr("dimensions")) != list(range(k, len(hshape))) or maps[id(red.results[0])] != ident[:k]:
             continue
         # the host's own reads (the fused reductions are computed before the row, apart)
         stops = want | {id(x.results[0]) for x in reds}
-        found = _reads_of([(host.results[0], list(ident))], {id(v)}, stops, block, root=True)
-        if found.get(id(v)) == {ident}:
+        found = _reads_of([(host.results[0], ident)], {id(v)}, stops, block, root=True).get(id(v), set())
+        if len(found) != 1:
+            continue
+        m = next(iter(found))
+        if m is None or not _same_position(m, vs, hshape):
+            continue
+        reduced = set(red.attr("dimensions"))
+        if all((d in reduced) == (m[d] >= k) for d, n in enumerate(vs) if n != 1):
             return red
     return None
+
+
+def _same_position(m: tuple, vs: list, hshape: list) -> bool:
+    """Whether reading v at host index i through map m (per v dimension: a host dimension,
+    -1 for 0) reads the element at i's row-major position: v's dimensions longer than 1 map
+    in order onto the host's dimensions longer than 1."""
+    big_h = [d for d, n in enumerate(hshape) if n != 1]
+    big_v = [d for d, n in enumerate(vs) if n != 1]
+    return all(x is not UNKNOWN for x in m) and [m[d] for d in big_v] == big_h
 
 
 def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: Optional[Value] = None) -> None:
@@ -239,10 +257,9 @@ def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: O
         for d, i in zip(dims, red_idx):
             full[d] = i
         values = [em.value_at(v, full) for v in inputs]
-        if keep is not None:
-            kt = _ty(keep)
-            S.store(em.b, values[0], em.element_ptr(ctx.buffer(keep), kt.element_type, em.linear(full, kt.shape)),
-                    kt.element_type)
+        if keep is not None:  # at the input's row-major position: the same in keep (_row_kept)
+            et = _ty(keep).element_type
+            S.store(em.b, values[0], em.element_ptr(ctx.buffer(keep), et, em.linear(full, in_t.shape)), et)
         if reassoc:
             b = em.b
             total = b.fadd(b.load(acc.slots[0]), values[0])
