@@ -19,7 +19,7 @@ from axle.ir.core import Operation
 
 @kernel("stablehlo.reduce_window", check=_check_reduce)
 def reduce_window(ctx: Context, op: Operation) -> None:
-    em, b = ctx.em, ctx.b
+    em = ctx.em
     n = len(op.results)
     inputs, inits = op.operands[:n], op.operands[n:]
     it = _ty(inputs[0])
@@ -36,6 +36,7 @@ def reduce_window(ctx: Context, op: Operation) -> None:
         acc = Accumulators(ctx, op, inits)
 
         def window(widx):
+            b = em.b  # the builder of the function the loop is in (parallel.py may outline it)
             ok = ir.Constant(I1, 1)
             src = []
             for d in range(rank):
@@ -53,7 +54,12 @@ def reduce_window(ctx: Context, op: Operation) -> None:
         em.loop_nest(list(wdims), window)
         acc.store(oidx)
 
-    em.loop_nest(list(out_ts[0].shape), body)
+    from axle.backends.cpu.parallel import outer_dim, split_loop
+    window_size = 1
+    for w in wdims:
+        window_size *= w
+    shape = list(out_ts[0].shape)
+    split_loop(ctx, shape, outer_dim(shape), body, window_size)
 
 
 @kernel("stablehlo.sort", check=_check_reduce)  # the comparator must be scalar code too
