@@ -272,74 +272,159 @@ def _direct_plan(op: Operation):
 
 
 def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:
+    """The convolution into its result buffer, rows (n, oy) shared across threads."""
+    from axle.backends.cpu.parallel import split_ranges
+    conv = DirectConv(ctx, op, cb)
+    em = ctx.em
+    c64 = em.const_i64
+    conv.prepare()
+
+    def rows(lo, hi):
+        def row(r):
+            b = ctx.b
+            n, oy = b.udiv(r, c64(conv.oh)), b.urem(r, c64(conv.oh))
+            dst = b.bitcast(ctx.buffer(op.results[0]), ir.FloatType().as_pointer())
+            conv.row(n, oy, b.gep(dst, [b.mul(r, c64(conv.ow * conv.f))], inbounds=True))
+        em.for_range_dynamic(lo, hi, row)
+    split_ranges(ctx, conv.n * conv.oh, conv.work, rows)
+    conv.release()
+
+
+class DirectConv:
     """out[n, oy, ox, f] = sum over (ky, kx, c) in order of in[n, iy, ix, c] * w[ky, kx, c, f]
     with iy = oy * sy + ky * dy - pad_top (likewise x); window rows in padding are skipped,
     columns in padding add 0 x weight (as in the spec's zero-padded input).
-    Rows (n, oy) are shared across threads; each row runs one block of cb output features
-    after the other (that block's weights stay in L1) over blocks of `px` output pixels: a
-    register block of px vectors of cb features, into which, per (ky, kx, c), one vector
-    of weights and one broadcast input value per pixel feed px multiply-adds. No patch
-    matrix: the input is read in place (no scratch memory)."""
-    from axle.backends.cpu.parallel import split_ranges
-    em = ctx.em
-    lhs, rhs = op.operands
-    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
-    n_, h, w, c = lt.shape
-    kh, kw, _, f = kt.shape
-    _, oh, ow, _ = ot.shape
-    sy, sx = op.attr("window_strides") or [1, 1]
-    dy, dx = op.attr("rhs_dilation") or [1, 1]
-    pad = op.attr("padding")
-    pt, pl = (int(pad[0][0]), int(pad[1][0])) if pad is not None else (0, 0)
-    f32 = ir.FloatType()
-    vt = ir.VectorType(f32, cb)
-    name = f"llvm.fmuladd.v{cb}f32"
-    fma = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(vt, [vt, vt, vt]), name)
-    zero_v = ir.Constant(vt, [0.0] * cb)
-    zero = ir.Constant(f32, 0.0)
-    i32 = ir.IntType(32)
-    lanes0 = ir.Constant(ir.VectorType(i32, cb), [0] * cb)
-    c64 = em.const_i64
+    row() emits one output row (n, oy) into a row of ow x f floats: one block of cb output
+    features after the other (that block's weights stay in L1) over blocks of `px` output
+    pixels: a register block of px vectors of cb features, into which, per (ky, kx, c), one
+    vector of weights and one broadcast input value per pixel feed px multiply-adds. No
+    patch matrix: the input is read in place. prepare() (before the rows, in the kernel
+    function) regroups the weights by feature block when there are several; release()
+    after the last row frees that scratch. Used by the convolution kernel and by
+    reduce_window kernels that compute the rows of a convolution they pool
+    (kernels_window.py)."""
 
-    def pixels(n, oy, ox0, npx, fb, accs, checked=True):
-        """Accumulate the block of npx pixels from ox0, features [fb cb, fb cb + cb).
-        Unchecked: the caller knows every window column of the block is inside the input."""
+    def __init__(self, ctx: Context, op: Operation, cb: int):
+        self.ctx, self.op, self.cb = ctx, op, cb
+        lhs, rhs = op.operands
+        lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+        self.n, self.h, self.w, self.c = lt.shape
+        self.kh, self.kw, _, self.f = kt.shape
+        _, self.oh, self.ow, _ = ot.shape
+        self.sy, self.sx = op.attr("window_strides") or [1, 1]
+        self.dy, self.dx = op.attr("rhs_dilation") or [1, 1]
+        pad = op.attr("padding")
+        self.pt, self.pl = (int(pad[0][0]), int(pad[1][0])) if pad is not None else (0, 0)
+        self.window = self.kh * self.kw * self.c
+        self.px = max(1, min(self.ow, ACCUMULATORS * _vector_floats() // cb))
+        self.work = self.n * self.oh * self.ow * self.f * self.window
+        self.vt = ir.VectorType(ir.FloatType(), cb)
+        self.token = None
+        self.packed_ref = None
+
+    def prepare(self) -> None:
+        """Regroup the weights by blocks of cb output features, each block contiguous: read
+        in place, a block's rows (f floats apart) would fall into a fraction of L1's sets
+        and thrash it. packed[fb, r, :] = w[r, fb cb : fb cb + cb] for the window rows r."""
+        if self.f <= self.cb:
+            return
+        from axle.ir.types import TensorType
+        ctx, em, cb, vt = self.ctx, self.ctx.em, self.cb, self.vt
+        c64 = em.const_i64
+        f32 = ir.FloatType()
+        rhs = self.op.operands[1]
+        self.token = object()
+        self.packed_ref = ctx.temp_ref(TensorType((self.f // cb, self.window, cb), _ty(rhs).element_type), self.token)
+        b = ctx.b
+        wsrc = b.bitcast(ctx.buffer(rhs), f32.as_pointer())
+        wdst = b.bitcast(ctx.resolve(self.packed_ref), f32.as_pointer())
+
+        def pack(fb):
+            def one(r):
+                b = ctx.b
+                frm = b.gep(wsrc, [b.add(b.mul(r, c64(self.f)), b.mul(fb, c64(cb)))], inbounds=True)
+                to = b.gep(wdst, [b.mul(b.add(b.mul(fb, c64(self.window)), r), c64(cb))], inbounds=True)
+                b.store(b.load(b.bitcast(frm, vt.as_pointer()), align=4), b.bitcast(to, vt.as_pointer()), align=4)
+            em.for_range_dynamic(c64(0), c64(self.window), one)
+        em.for_range_dynamic(c64(0), c64(self.f // cb), pack)
+
+    def release(self) -> None:
+        if self.token is not None:
+            self.ctx.release(self.token)
+
+    def row(self, n, oy, out_row) -> None:
+        """Output row (n, oy) (i64 values) into out_row (f32*: ow x f floats)."""
+        ctx, em, px = self.ctx, self.ctx.em, self.px
+        c64 = em.const_i64
+        accs = [em.alloca(self.vt) for _ in range(px)]
+        full = self.ow // px
+
+        def block(fb, j):
+            b = ctx.b
+            ox0 = b.mul(j, c64(px))
+            # every window column inside the input: no bounds checks
+            first = b.sub(b.mul(ox0, c64(self.sx)), c64(self.pl))
+            last = b.add(first, c64((px - 1) * self.sx + (self.kw - 1) * self.dx))
+            inside = b.and_(b.icmp_signed(">=", first, c64(0)), b.icmp_signed("<", last, c64(self.w)))
+            with b.if_else(inside) as (then, otherwise):
+                with then:
+                    self._pixels(n, oy, ox0, px, fb, accs, out_row, checked=False)
+                with otherwise:
+                    self._pixels(n, oy, ox0, px, fb, accs, out_row)
+
+        def features(fb):
+            em.for_range_dynamic(c64(0), c64(full), lambda j: block(fb, j))
+            if self.ow % px:
+                self._pixels(n, oy, c64(full * px), self.ow % px, fb, accs, out_row)
+        em.for_range_dynamic(c64(0), c64(self.f // self.cb), features)
+
+    def _pixels(self, n, oy, ox0, npx, fb, accs, out_row, checked=True):
+        """Accumulate the block of npx pixels from ox0, features [fb cb, fb cb + cb), and
+        store it. Unchecked: every window column of the block is inside the input."""
+        ctx, em, cb, vt = self.ctx, self.ctx.em, self.cb, self.vt
+        c64 = em.const_i64
+        f32 = ir.FloatType()
+        i32 = ir.IntType(32)
+        name = f"llvm.fmuladd.v{cb}f32"
+        fma = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(vt, [vt, vt, vt]), name)
+        lanes0 = ir.Constant(ir.VectorType(i32, cb), [0] * cb)
+        zero = ir.Constant(f32, 0.0)
         b = ctx.b
         for a in accs:
-            b.store(zero_v, a)
+            b.store(ir.Constant(vt, [0.0] * cb), a)
+        lhs, rhs = self.op.operands
         src = b.bitcast(ctx.buffer(lhs), f32.as_pointer())
-        if token is None:
-            wts = b.bitcast(ctx.buffer(rhs), f32.as_pointer())
-        else:
-            wts = b.bitcast(ctx.resolve(packed_ref), f32.as_pointer())
+        packed = self.token is not None
+        wts = b.bitcast(ctx.resolve(self.packed_ref) if packed else ctx.buffer(rhs), f32.as_pointer())
+
         def window_row(ky):  # run-time loops over the window: one copy of the code
             b = ctx.b
-            iy = b.add(b.mul(oy, c64(sy)), b.sub(b.mul(ky, c64(dy)), c64(pt)))
-            inside = b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(h)))
+            iy = b.add(b.mul(oy, c64(self.sy)), b.sub(b.mul(ky, c64(self.dy)), c64(self.pt)))
+            inside = b.and_(b.icmp_signed(">=", iy, c64(0)), b.icmp_signed("<", iy, c64(self.h)))
             with b.if_then(inside):
                 b = ctx.b
-                row = b.mul(b.add(b.mul(n, c64(h)), iy), c64(w))
+                row = b.mul(b.add(b.mul(n, c64(self.h)), iy), c64(self.w))
 
                 def window_column(kx):
                     b = ctx.b
                     bases, oks = [], []
                     for p in range(npx):
-                        ix = b.add(b.mul(b.add(ox0, c64(p)), c64(sx)), b.sub(b.mul(kx, c64(dx)), c64(pl)))
+                        ix = b.add(b.mul(b.add(ox0, c64(p)), c64(self.sx)), b.sub(b.mul(kx, c64(self.dx)), c64(self.pl)))
                         ok = None
                         if checked:
-                            ok = b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(w)))
+                            ok = b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(self.w)))
                             ix = b.select(ok, ix, c64(0))  # always a valid address
-                        bases.append(b.mul(b.add(row, ix), c64(c)))
+                        bases.append(b.mul(b.add(row, ix), c64(self.c)))
                         oks.append(ok)
-                    wrow = b.mul(b.add(b.mul(ky, c64(kw)), kx), c64(c))
+                    wrow = b.mul(b.add(b.mul(ky, c64(self.kw)), kx), c64(self.c))
 
                     def channel(ci):
                         b = ctx.b
                         r = b.add(wrow, ci)  # the weights' row (ky, kx, c)
-                        if token is None:  # w[r, fb cb:]
-                            at = b.add(b.mul(r, c64(f)), b.mul(fb, c64(cb)))
-                        else:  # packed[fb, r, :]
-                            at = b.mul(b.add(b.mul(fb, c64(window)), r), c64(cb))
+                        if packed:  # packed[fb, r, :]
+                            at = b.mul(b.add(b.mul(fb, c64(self.window)), r), c64(cb))
+                        else:  # w[r, fb cb:]
+                            at = b.add(b.mul(r, c64(self.f)), b.mul(fb, c64(cb)))
                         wv = b.load(b.bitcast(b.gep(wts, [at], inbounds=True), vt.as_pointer()), align=4)
                         for p in range(npx):
                             x = b.load(b.gep(src, [b.add(bases[p], ci)], inbounds=True))
@@ -348,66 +433,10 @@ def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:
                             xv = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(i32, 0)),
                                                   ir.Constant(vt, ir.Undefined), lanes0)
                             b.store(b.call(fma, [xv, wv, b.load(accs[p])]), accs[p])
-                    em.for_range(c, channel)
-                em.for_range_dynamic(c64(0), c64(kw), window_column)
-        em.for_range_dynamic(c64(0), c64(kh), window_row)
+                    em.for_range(self.c, channel)
+                em.for_range_dynamic(c64(0), c64(self.kw), window_column)
+        em.for_range_dynamic(c64(0), c64(self.kh), window_row)
         b = ctx.b
-        dst = b.bitcast(ctx.buffer(op.results[0]), f32.as_pointer())
         for p in range(npx):
-            at = b.add(b.mul(b.add(b.add(b.mul(b.add(b.mul(n, c64(oh)), oy), c64(ow)), ox0), c64(p)), c64(f)),
-                       b.mul(fb, c64(cb)))
-            b.store(b.load(accs[p]), b.bitcast(b.gep(dst, [at], inbounds=True), vt.as_pointer()), align=4)
-
-    px = max(1, min(ow, ACCUMULATORS * _vector_floats() // cb))
-    window = kh * kw * c
-    token = None
-    if f > cb:
-        # the weights in blocks of cb output features, each block contiguous: read in place,
-        # a block's rows (f floats apart) would fall into a fraction of L1's sets and
-        # thrash it. packed[fb, r, :] = w[r, fb cb : fb cb + cb] for the window rows r
-        from axle.ir.types import TensorType
-        token = object()
-        packed_ref = ctx.temp_ref(TensorType((f // cb, window, cb), kt.element_type), token)
-        b = ctx.b
-        wsrc = b.bitcast(ctx.buffer(rhs), f32.as_pointer())
-        wdst = b.bitcast(ctx.resolve(packed_ref), f32.as_pointer())
-
-        def pack(fb):
-            def one(r):
-                b = ctx.b
-                frm = b.gep(wsrc, [b.add(b.mul(r, c64(f)), b.mul(fb, c64(cb)))], inbounds=True)
-                to = b.gep(wdst, [b.mul(b.add(b.mul(fb, c64(window)), r), c64(cb))], inbounds=True)
-                b.store(b.load(b.bitcast(frm, vt.as_pointer()), align=4), b.bitcast(to, vt.as_pointer()), align=4)
-            em.for_range_dynamic(c64(0), c64(window), one)
-        em.for_range_dynamic(c64(0), c64(f // cb), pack)
-
-    def rows(lo, hi):
-        accs = [em.alloca(vt) for _ in range(px)]
-
-        def row(r):
-            b = ctx.b
-            n, oy = b.udiv(r, c64(oh)), b.urem(r, c64(oh))
-            full = ow // px
-
-            def block(fb, j):
-                b = ctx.b
-                ox0 = b.mul(j, c64(px))
-                # every window column inside the input: no bounds checks
-                first = b.sub(b.mul(ox0, c64(sx)), c64(pl))
-                last = b.add(first, c64((px - 1) * sx + (kw - 1) * dx))
-                inside = b.and_(b.icmp_signed(">=", first, c64(0)), b.icmp_signed("<", last, c64(w)))
-                with b.if_else(inside) as (then, otherwise):
-                    with then:
-                        pixels(n, oy, ox0, px, fb, accs, checked=False)
-                    with otherwise:
-                        pixels(n, oy, ox0, px, fb, accs)
-
-            def features(fb):
-                em.for_range_dynamic(c64(0), c64(full), lambda j: block(fb, j))
-                if ow % px:
-                    pixels(n, oy, c64(full * px), ow % px, fb, accs)
-            em.for_range_dynamic(c64(0), c64(f // cb), features)
-        em.for_range_dynamic(lo, hi, row)
-    split_ranges(ctx, n_ * oh, n_ * oh * ow * f * kh * kw * c, rows)
-    if token is not None:
-        ctx.release(token)
+            at = b.add(b.mul(b.add(ox0, c64(p)), c64(self.f)), b.mul(fb, c64(cb)))
+            b.store(b.load(accs[p]), b.bitcast(b.gep(out_row, [at], inbounds=True), vt.as_pointer()), align=4)
