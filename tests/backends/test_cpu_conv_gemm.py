@@ -117,3 +117,79 @@ def test_direct_conv_rejects_what_it_does_not_cover(monkeypatch):
     assert [k.library for k in _fresh(text).program.kernels] == ["blas.sgemm"]
     text, xs, ws = conv_text(2, (9, 9), 3, 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), dtype="f64")
     assert [k.library for k in _fresh(text).program.kernels] == ["blas.dgemm"]
+
+
+def pooled_text(n, hw, cin, cout, k, pool, pool_strides, conv_pad=1, pool_pad=0, extra_use=False):
+    """conv (SAME-style padding) -> x * scale + shift -> relu -> reduce_window max."""
+    h, w = hw
+    oh, ow = h + 2 * conv_pad - k + 1, w + 2 * conv_pad - k + 1
+    ph = (oh + 2 * pool_pad - pool[0]) // pool_strides[0] + 1
+    pw = (ow + 2 * pool_pad - pool[1]) // pool_strides[1] + 1
+    ct = f"tensor<{n}x{oh}x{ow}x{cout}xf32>"
+    pt = f"tensor<{n}x{ph}x{pw}x{cout}xf32>"
+    ret_t = f"{pt}, {ct}" if extra_use else pt
+    ret_v = "%p, %c" if extra_use else "%p"
+    text = f"""func.func @main(%x: tensor<{n}x{h}x{w}x{cin}xf32>, %w: tensor<{k}x{k}x{cin}x{cout}xf32>,
+                 %s: tensor<{cout}xf32>, %t: tensor<{cout}xf32>) -> ({ret_t}) {{
+  %c = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+       window = {{stride = [1, 1], pad = [[{conv_pad}, {conv_pad}], [{conv_pad}, {conv_pad}]], rhs_dilate = [1, 1]}}
+       {{batch_group_count = 1 : i64, feature_group_count = 1 : i64}} : (tensor<{n}x{h}x{w}x{cin}xf32>, tensor<{k}x{k}x{cin}x{cout}xf32>) -> {ct}
+  %sb = stablehlo.broadcast_in_dim %s, dims = [3] : (tensor<{cout}xf32>) -> {ct}
+  %tb = stablehlo.broadcast_in_dim %t, dims = [3] : (tensor<{cout}xf32>) -> {ct}
+  %y = stablehlo.multiply %c, %sb : {ct}
+  %z = stablehlo.add %y, %tb : {ct}
+  %zero = stablehlo.constant dense<0.0> : {ct}
+  %r = stablehlo.maximum %z, %zero : {ct}
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %p = "stablehlo.reduce_window"(%r, %ninf) ({{
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %m = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+    }}) {{window_dimensions = array<i64: 1, {pool[0]}, {pool[1]}, 1>,
+         window_strides = array<i64: 1, {pool_strides[0]}, {pool_strides[1]}, 1>,
+         padding = dense<[[0, 0], [{pool_pad}, {pool_pad}], [{pool_pad}, {pool_pad}], [0, 0]]> : tensor<4x2xi64>}}
+       : ({ct}, tensor<f32>) -> {pt}
+  return {ret_v} : {ret_t}
+}}"""
+    return text, [(n, h, w, cin), (k, k, cin, cout), (cout,), (cout,)], (n, ph, pw, cout)
+
+
+POOLED = [
+    ((2, (12, 10), 3, 16, 3, (2, 2), (2, 2)), True),   # the CNN's stage
+    ((1, (9, 13), 5, 8, 3, (3, 3), (3, 3)), True),     # 3x3 windows, a last partial row dropped
+    ((2, (8, 11), 4, 32, 3, (2, 3), (2, 1)), True),    # columns overlapping (stride 1 across)
+    ((1, (8, 8), 4, 16, 3, (2, 2), (1, 1)), False),    # rows overlapping: the conv keeps its buffer
+]
+
+
+@pytest.mark.parametrize("case,fused", POOLED)
+def test_pooling_computes_the_rows_of_its_convolution(case, fused, monkeypatch):
+    """conv -> batch norm -> relu -> max pool: with non-overlapping window rows the pooling
+    kernel computes the convolution's rows itself (no kernel and no buffer for the feature
+    map), on one thread or split, with the interpreter's values."""
+    text, shapes, pooled = pooled_text(*case)
+    r = np.random.default_rng(8)
+    args = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 1)
+    par = _fresh(text)
+    names = [k.name for k in par.program.kernels if k.depth == 0]
+    assert ("stablehlo.convolution" not in names) == fused, names
+    if fused:  # the pooled map, the regrouped weights when there are several feature blocks
+        cout, cin = case[3], case[2]
+        packed = 9 * cin * cout * 4 if cout > 16 else 0
+        assert par.program.arena_bytes <= int(np.prod(pooled)) * 4 + packed + 128
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_parallel=false")
+    ser = _fresh(text)
+    got = par(*args)
+    np.testing.assert_array_equal(got, ser(*args))
+    np.testing.assert_allclose(got, axle.interpret(text, *args), rtol=1e-5, atol=1e-5)
+
+
+def test_convolution_read_elsewhere_keeps_its_buffer():
+    text, shapes, _ = pooled_text(1, (8, 8), 3, 16, 3, (2, 2), (2, 2), extra_use=True)
+    exe = _fresh(text)
+    assert "stablehlo.convolution" in [k.name for k in exe.program.kernels if k.depth == 0]
+    r = np.random.default_rng(9)
+    args = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    for g, w in zip(exe(*args), axle.interpret(text, *args)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

@@ -268,6 +268,7 @@ class Context:
         self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
         self.timer = None  # profile=True: a profiling.KernelTimer stamping each top-level kernel
         self.row_fusions: dict = {}  # id(host op) -> (outer rank, reductions, index maps): row_fusion.py
+        self.conv_rows: dict = {}  # id(reduce_window) -> the convolution whose rows it computes
 
     # -- functions and buffers
     def _enter(self, fn: ir.Function) -> None:
@@ -340,6 +341,21 @@ class Context:
                     ctx.b.call(fn, [ctx.table])
                 return False
         return _Scope()
+
+    def _plan_pooled_convolutions(self, ops: list, want: set, targets: dict, returned: set, block: Block,
+                                  uses: dict) -> None:
+        """A convolution read only by a pooling (reduce_window over rows, through an
+        elementwise epilogue such as batch norm and ReLU) gets no buffer: the pooling's
+        kernel computes the few convolution rows each output row needs into scratch
+        (kernels_window.py), so the full-size feature map never exists."""
+        for op in ops:
+            if op.name != "stablehlo.reduce_window" or len(op.results) != 1:
+                continue
+            conv = _pooled_convolution(op, want, uses, block)
+            if conv is None or id(conv.results[0]) in targets or id(conv.results[0]) in returned:
+                continue
+            want.discard(id(conv.results[0]))
+            self.conv_rows[id(op)] = conv
 
     def _plan_row_fusion(self, ops: list, want: set, targets: dict, returned: set, block: Block,
                          uses: dict) -> set:
@@ -518,6 +534,7 @@ class Context:
                         want.add(id(v))
         top = level == 0 and results_into is not None  # the program's own block
         if top:
+            self._plan_pooled_convolutions(ops, want, targets, {id(v) for v in ret.operands}, block, uses)
             want = self._plan_row_fusion(ops, want, targets, {id(v) for v in ret.operands}, block, uses)
         order = None
         if top and SCHEDULE:
@@ -645,6 +662,48 @@ def _kernels(ops: list, want: set) -> list:
     """The ops of `ops` emitted as kernels: those with a materialized result, and the ones
     without results that run for their effect."""
     return [op for op in ops if any(id(r) in want for r in op.results) or (not op.results and op.name in KERNELS)]
+
+
+POOL_SCRATCH_BYTES = 64 * 1024  # most stack per thread for the convolution rows of one pooled row
+
+
+def _pooled_convolution(op: Operation, want: set, uses: dict, block: Block) -> Optional[Operation]:
+    """The convolution whose rows reduce_window `op` can compute itself, or None. op pools
+    NHWC rows without padding or dilation, windows one row-stride tall (each convolution
+    row is read by one output row); its input is the convolution's result through
+    elementwise ops of the same shape, each read once (nothing else reaches the
+    convolution); the convolution runs as the direct kernel."""
+    from axle.backends.cpu.kernels_conv import _direct_plan
+    t = _ty(op.operands[0])
+    if t.rank != 4 or not t.is_static:
+        return None
+    wd = list(op.attr("window_dimensions"))
+    st = list(op.attr("window_strides") or [1] * 4)
+    if wd[0] != 1 or wd[3] != 1 or st[0] != 1 or st[3] != 1 or st[1] != wd[1]:
+        return None
+    for name in ("base_dilations", "window_dilations"):
+        if any(x != 1 for x in (op.attr(name) or [])):
+            return None
+    pad = op.attr("padding")
+    if pad is not None and any(int(x) != 0 for p in pad for x in p):
+        return None
+    found = []
+    stack = [op.operands[0]]
+    while stack:
+        v = stack.pop()
+        o = getattr(v, "owner", None)
+        if not isinstance(o, Operation) or o.parent is not block or uses.get(id(v), 0) != 1:
+            continue
+        if o.name == "stablehlo.convolution" and list(_ty(v).shape) == list(t.shape):
+            found.append(o)
+        elif id(v) not in want and is_elementwise(o) and list(_ty(v).shape) == list(t.shape):
+            stack.extend(x for x in o.operands if hasattr(x, "type") and list(_ty(x).shape) == list(t.shape))
+    if len(found) != 1 or _direct_plan(found[0]) is None:
+        return None
+    conv = found[0]
+    if wd[1] * _ty(conv.results[0]).shape[2] * t.shape[3] * 4 > POOL_SCRATCH_BYTES:
+        return None
+    return conv
 
 
 def _computed_here(v: Value, block: Block) -> bool:

@@ -71,6 +71,10 @@ class Emitter:
         self._globals = 0
         self._const_globals: dict = {}  # id(constant op) -> its global
         self.scalars: dict = {}  # id(value) -> stack slot holding its value at the current row
+        # id(value) -> (f32* rows, first row, row count): a value of shape [N, H, ...] computed
+        # a few rows (dimension 1, at one index of dimension 0) at a time into scratch
+        # (kernels_window.py: a convolution's rows under its pooling)
+        self.row_windows: dict = {}
 
     # -- helpers
     def intrinsic(self, name: str, t: ir.Type, args):
@@ -262,6 +266,11 @@ class Emitter:
         slot = self.scalars.get(id(v))
         if slot is not None:  # a row-fused reduction: its value at this row (row_fusion.py)
             return self.b.load(slot)
+        win = self.row_windows.get(id(v))
+        if win is not None:
+            rows, first, count = win
+            local = [self.b.sub(idx[1], first)] + list(idx[2:])
+            return S.load(self.b, self.element_ptr(rows, et, self.linear(local, [count] + list(t.shape[2:]))), et)
         if id(v) in self.buffers:
             return S.load(self.b, self.element_ptr(self.buffers[id(v)], et, self.linear(idx, t.shape)), et)
         op = getattr(v, "owner", None)

@@ -59,7 +59,49 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     for w in wdims:
         window_size *= w
     shape = list(out_ts[0].shape)
+    conv = ctx.conv_rows.get(id(op))
+    if conv is not None:
+        _pool_convolution_rows(ctx, op, conv, body, window_size)
+        return
     split_loop(ctx, shape, outer_dim(shape), body, window_size)
+
+
+def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, window_size: int) -> None:
+    """reduce_window over an elementwise epilogue of a convolution that has no buffer
+    (compiler._pooled_convolution): per output row (n, py), the window's convolution rows
+    py * stride .. + window - 1 are computed into scratch on the stack (DirectConv.row), the
+    epilogue and the pooling read them there (Emitter.row_windows). Rows are shared across
+    threads; each convolution row is computed once."""
+    from axle.backends.cpu.kernels_conv import DirectConv, _direct_plan
+    from axle.backends.cpu.parallel import split_ranges
+    em = ctx.em
+    c64 = em.const_i64
+    d = DirectConv(ctx, conv, _direct_plan(conv))
+    d.prepare()
+    n_, ph, pw, f = _ty(op.results[0]).shape
+    wh = op.attr("window_dimensions")[1]
+    sh = (op.attr("window_strides") or [1] * 4)[1]
+    row_floats = d.ow * d.f
+    value = conv.results[0]
+    f32 = ir.FloatType()
+
+    def rows(lo, hi):
+        slot = em.alloca(ir.ArrayType(f32, wh * row_floats))
+        slot.align = 64
+
+        def row(r):
+            b = ctx.b
+            n, py = b.udiv(r, c64(ph)), b.urem(r, c64(ph))
+            scratch = b.bitcast(slot, f32.as_pointer())
+            first = b.mul(py, c64(sh))
+            em.for_range_dynamic(c64(0), c64(wh), lambda j: d.row(  # one copy of the row code
+                n, ctx.b.add(first, j), ctx.b.gep(scratch, [ctx.b.mul(j, c64(row_floats))], inbounds=True)))
+            em.row_windows[id(value)] = (scratch, first, wh)
+            em.loop_nest([pw, f], lambda inner: body([n, py] + list(inner)))
+            del em.row_windows[id(value)]
+        em.for_range_dynamic(lo, hi, row)
+    split_ranges(ctx, n_ * ph, d.work + n_ * ph * pw * f * window_size, rows)
+    d.release()
 
 
 @kernel("stablehlo.sort", check=_check_reduce)  # the comparator must be scalar code too
