@@ -220,3 +220,25 @@ def test_masked_softmax_keeps_its_costly_exp_instead_of_storing_it(monkeypatch):
     s = _rand((1, 3, 16, 16), 7)
     mask = np.tril(np.ones((16, 16), bool))
     np.testing.assert_allclose(exe(s, mask), axle.interpret(MASKED, s, mask), rtol=2e-6, atol=1e-7)
+
+
+# a bias gradient and its SGD step: the sum keeps the innermost dimension (it runs down the
+# columns), so computing it per result element would walk memory with a stride; it stays a
+# reduce kernel of its own (memory order, vectorized across the columns)
+BIAS_STEP = """
+func.func @main(%g: tensor<8x64x128xf32>, %b: tensor<128xf32>) -> tensor<128xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%g init: %z) applies stablehlo.add across dimensions = [0, 1] : (tensor<8x64x128xf32>, tensor<f32>) -> tensor<128xf32>
+  %lr = stablehlo.constant dense<0.01> : tensor<128xf32>
+  %d = stablehlo.multiply %lr, %s : tensor<128xf32>
+  %y = stablehlo.subtract %b, %d : tensor<128xf32>
+  return %y : tensor<128xf32>
+}
+"""
+
+
+def test_column_sum_is_not_row_fused():
+    exe = axle.compile(BIAS_STEP)
+    assert "stablehlo.reduce" in [k.name for k in _top_kernels(exe)]
+    g, b = _rand((8, 64, 128), 11), _rand((128,), 12)
+    np.testing.assert_allclose(exe(g, b), axle.interpret(BIAS_STEP, g, b), rtol=1e-5, atol=1e-5)

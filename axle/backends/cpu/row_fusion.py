@@ -107,6 +107,11 @@ def _reads_of(root_inputs: list, targets: set, want: set, block: Block, root: bo
 def _candidate(op: Operation) -> bool:
     if op.name != "stablehlo.reduce" or len(op.results) != 1:
         return False
+    # the reduction must run along the input's innermost dimension (a row in memory): one
+    # that keeps it (a sum over the batch of a bias gradient) would walk memory with a
+    # stride once per result element; its own kernel reads it in memory order instead
+    if _ty(op.operands[0]).rank - 1 not in op.attr("dimensions"):
+        return False
     # f32/f64: the value in the stack slot is exactly what a buffer would hold (narrower
     # floats are kept wider in registers and rounded only when stored)
     return _ty(op.results[0]).element_type.name in ("f32", "f64") and \
