@@ -216,8 +216,9 @@ def _reduce_leading_in_parts(ctx: Context, op: Operation, in_t, out_ts, total: i
     frame = split_parts(ctx, parts, total, (parts - 1) * part_bytes, part)
 
     results = [ctx.buffer(r) for r in op.results]
-    for k in range(1, parts):
-        mine = partials(frame, em.const_i64(k))
+
+    def combine_part(k):  # results = body(results, part k), for k = 1 .. parts - 1 in order
+        mine = partials(frame, k)
 
         def combine(out_idx):
             b = em.b
@@ -230,6 +231,7 @@ def _reduce_leading_in_parts(ctx: Context, op: Operation, in_t, out_ts, total: i
             for p, t, x in zip(ptrs, out_ts, new):
                 S.store(b, x, p, t.element_type)
         em.loop_nest(out_shape, combine)
+    em.for_range_dynamic(em.const_i64(1), em.const_i64(parts), combine_part)  # one copy of the code
     return True
 
 
