@@ -126,7 +126,8 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
               out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, threads: int = 1) -> None:
     """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional);
     lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` (an i64
-    value) computes only that many rows, starting at the offsets (a partial tile). `threads`: how many threads this call may use (OpenBLAS's own)."""
+    value) computes only that many rows, starting at the offsets (a partial tile).
+    `threads`: how many threads this call may use (OpenBLAS's own)."""
     em, b = ctx.em, ctx.b
     p8 = ir.IntType(8).as_pointer()
 

@@ -534,8 +534,9 @@ class Context:
                         want.add(id(v))
         top = level == 0 and results_into is not None  # the program's own block
         if top:
-            self._plan_pooled_convolutions(ops, want, targets, {id(v) for v in ret.operands}, block, uses)
-            want = self._plan_row_fusion(ops, want, targets, {id(v) for v in ret.operands}, block, uses)
+            returned = {id(v) for v in ret.operands}
+            self._plan_pooled_convolutions(ops, want, targets, returned, block, uses)
+            want = self._plan_row_fusion(ops, want, targets, returned, block, uses)
         order = None
         if top and SCHEDULE:
             order = _schedule(ops, want, block, targets, ret)
@@ -687,17 +688,19 @@ def _pooled_convolution(op: Operation, want: set, uses: dict, block: Block) -> O
     pad = op.attr("padding")
     if pad is not None and any(int(x) != 0 for p in pad for x in p):
         return None
+    def same_shape(v) -> bool:
+        return hasattr(v, "type") and list(_ty(v).shape) == list(t.shape)
     found = []
     stack = [op.operands[0]]
     while stack:
         v = stack.pop()
         o = getattr(v, "owner", None)
-        if not isinstance(o, Operation) or o.parent is not block or uses.get(id(v), 0) != 1:
+        if not isinstance(o, Operation) or o.parent is not block or uses.get(id(v), 0) != 1 or not same_shape(v):
             continue
-        if o.name == "stablehlo.convolution" and list(_ty(v).shape) == list(t.shape):
+        if o.name == "stablehlo.convolution":
             found.append(o)
-        elif id(v) not in want and is_elementwise(o) and list(_ty(v).shape) == list(t.shape):
-            stack.extend(x for x in o.operands if hasattr(x, "type") and list(_ty(x).shape) == list(t.shape))
+        elif id(v) not in want and is_elementwise(o):
+            stack.extend(x for x in o.operands if same_shape(x))
     if len(found) != 1 or _direct_plan(found[0]) is None:
         return None
     conv = found[0]

@@ -83,7 +83,7 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
       row reductions; the rounding differs from the sequential order by a few ulp);
     * otherwise: per output element, the reduced elements in order.
     """
-    em, b = ctx.em, ctx.b
+    em = ctx.em
     n = len(op.results)
     inputs, inits = op.operands[:n], op.operands[n:]
     dims = sorted(op.attr("dimensions"))
@@ -157,12 +157,11 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
         total *= d
     if _reduce_leading_in_parts(ctx, op, in_t, out_ts, total, init, step):
         return
-    results = lambda: [ctx.buffer(r) for r in op.results]  # noqa: E731
-
     # one wide block of columns per thread: narrow blocks read each row in short pieces
     def columns(lo, hi):
-        em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init(results()))
-        em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step(results()))
+        results = [ctx.buffer(r) for r in op.results]  # resolved in the chunk's function
+        em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init(results))
+        em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step(results))
     split_ranges(ctx, in_t.shape[-1], total, columns, chunks=thread_count())
 
 

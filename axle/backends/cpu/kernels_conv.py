@@ -158,7 +158,7 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
 
     from axle.backends.cpu import blas
     from axle.ir.types import TensorType
-    em, b = ctx.em, ctx.b
+    em = ctx.em
     lhs, rhs = op.operands
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
     et = ot.element_type
@@ -181,7 +181,6 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
     zero = S.constant(et, 0)
 
     def fill(patches, row0, nrows):
-        b = ctx.b
         lhs_buf = ctx.buffer(lhs)
 
         def row_body(ri):

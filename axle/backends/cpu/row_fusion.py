@@ -203,15 +203,15 @@ def _row_kept(host: Operation, k: int, reds: list, maps: dict, want: set, block:
     aside, its shape, so that each element has the same row-major position in both; the
     host must read it only at its own index, and the reduction must run over exactly the
     host's inner (row) dimensions."""
+    from axle.backends.cpu.compiler import _computed_here
     hshape = _shape(host.results[0])
     ident = list(range(len(hshape)))
     # the last first: a later reduction's input usually builds on an earlier one's (the
     # masked softmax's exp(select(...) - max) on select(...)), so keeping it saves the most
     for red in reversed(reds):
         v = red.operands[0]
-        o = getattr(v, "owner", None)
-        if not isinstance(o, Operation) or o.parent is not block or o.name == "stablehlo.constant":
-            continue  # an argument or a constant: read from memory anyway
+        if not _computed_here(v, block):
+            continue  # an argument, a constant or a kernel's result: read from memory anyway
         vs = _shape(v)
         if len(red.operands) != 2 or id(v) in want or [n for n in vs if n != 1] != [n for n in hshape if n != 1] \
                 or _ty(v).element_type != _ty(host.results[0]).element_type:
