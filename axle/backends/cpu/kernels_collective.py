@@ -126,10 +126,16 @@ def _materialize(ctx: Context, v):
 
 
 def _check_custom_call(op: Operation) -> None:
-    """Only targets registered with axle.register_custom_call, on tensors."""
+    """Only targets registered with axle.register_custom_call (or, native, with
+    axle.register_ffi_target: kernels_ffi.py), on tensors."""
+    from axle.backends.ffi import lookup
     from axle.interpreter.evaluator import _CUSTOM_CALLS
     from axle.ir.types import TensorType
     target = op.attr("call_target_name")
+    if lookup(target) is not None:
+        from axle.backends.cpu.kernels_ffi import check_ffi_call
+        check_ffi_call(op)
+        return
     if target not in _CUSTOM_CALLS:
         raise Unsupported(f"{op.where()}: custom call target '{target}' is not registered "
                           f"(register one with axle.register_custom_call)")
@@ -142,4 +148,14 @@ def _check_custom_call(op: Operation) -> None:
 
 # A custom call runs its registered Python function on the host (the same callback as the
 # collectives): operands are copied out of the buffers, results copied back in.
-kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)(emit_collective)
+def emit_custom_call(ctx: Context, op: Operation) -> None:
+    from axle.backends.ffi import lookup
+    handler = lookup(op.attr("call_target_name"))
+    if handler is not None:  # a native handler with XLA's FFI ABI
+        from axle.backends.cpu.kernels_ffi import emit_ffi_call
+        emit_ffi_call(ctx, op, handler)
+    else:
+        emit_collective(ctx, op)
+
+
+kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)(emit_custom_call)
