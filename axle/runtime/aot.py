@@ -86,7 +86,10 @@ def save(executable, path: str) -> None:
     backend = get_backend(backend_name or "cpu")
     if not callable(getattr(backend, "serialize", None)):
         raise ArtifactError(f"backend '{backend_name}' cannot save executables")
-    bheader, payload = backend.serialize(exe)
+    try:
+        bheader, payload = backend.serialize(exe)
+    except ValueError as e:  # the backend's own ArtifactError
+        raise ArtifactError(f"cannot save to {path}: {e}") from e
     donated = sorted(getattr(executable, "donated", None) or set(getattr(exe, "aliases", {}).values()))
     header = {"format": FORMAT_VERSION, "axle": axle.__version__, "backend": backend.name,
               "entry": bheader.get("entry", "main"), "donated": donated, "backend_header": bheader}

@@ -1,0 +1,51 @@
+/* XLA typed-FFI handlers written against xla/ffi/api/c_api.h (the header jaxlib ships),
+   compiled by gcc in tests/runtime/test_ffi.py and run by axle-compiled code. */
+#include <string.h>
+#include <stdint.h>
+#include "xla/ffi/api/c_api.h"
+
+static XLA_FFI_Error* fail(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* msg) {
+  XLA_FFI_Error_Create_Args a;
+  a.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
+  a.extension_start = NULL;
+  a.message = msg;
+  a.errc = code;
+  return api->XLA_FFI_Error_Create(&a);
+}
+
+static void* find_attr(XLA_FFI_CallFrame* f, const char* name, XLA_FFI_AttrType type) {
+  for (int64_t i = 0; i < f->attrs.size; ++i) {
+    XLA_FFI_ByteSpan* n = f->attrs.names[i];
+    if (n->len == strlen(name) && memcmp(n->ptr, name, n->len) == 0 && f->attrs.types[i] == type)
+      return f->attrs.attrs[i];
+  }
+  return NULL;
+}
+
+/* out = x * factor + offset; checks the attribute `tag` */
+XLA_FFI_Error* scale_offset(XLA_FFI_CallFrame* f) {
+  if (f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE) return fail(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "frame");
+  if (f->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+  if (f->args.size != 1 || f->rets.size != 1) return fail(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "arity");
+  XLA_FFI_Buffer* x = (XLA_FFI_Buffer*)f->args.args[0];
+  XLA_FFI_Buffer* y = (XLA_FFI_Buffer*)f->rets.rets[0];
+  if (x->dtype != XLA_FFI_DataType_F32 || y->dtype != XLA_FFI_DataType_F32)
+    return fail(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "dtype");
+  XLA_FFI_Scalar* factor = find_attr(f, "factor", XLA_FFI_AttrType_SCALAR);
+  XLA_FFI_Scalar* offset = find_attr(f, "offset", XLA_FFI_AttrType_SCALAR);
+  XLA_FFI_ByteSpan* tag = find_attr(f, "tag", XLA_FFI_AttrType_STRING);
+  if (!factor || factor->dtype != XLA_FFI_DataType_F32 || !offset || offset->dtype != XLA_FFI_DataType_S64)
+    return fail(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attributes");
+  if (!tag || tag->len != 4 || memcmp(tag->ptr, "axle", 4) != 0)
+    return fail(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "tag");
+  int64_t n = 1;
+  for (int64_t d = 0; d < x->rank; ++d) n *= x->dims[d];
+  float a = *(float*)factor->value;
+  int64_t b = *(int64_t*)offset->value;
+  for (int64_t i = 0; i < n; ++i) ((float*)y->data)[i] = ((float*)x->data)[i] * a + (float)b;
+  return NULL;
+}
+
+XLA_FFI_Error* always_fails(XLA_FFI_CallFrame* f) {
+  return fail(f->api, XLA_FFI_Error_Code_OUT_OF_RANGE, "index 7 is out of range [0, 4)");
+}
