@@ -74,11 +74,10 @@ def _address(handler) -> int:
         api.PyCapsule_GetPointer.restype = ctypes.c_void_p
         api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
         return api.PyCapsule_GetPointer(handler, api.PyCapsule_GetName(handler)) or 0
-    try:
+    if isinstance(handler, (ctypes._CFuncPtr, ctypes.c_void_p)):
         return ctypes.cast(handler, ctypes.c_void_p).value or 0
-    except (TypeError, ctypes.ArgumentError):
-        raise TypeError(f"an FFI handler must be a function pointer (int, ctypes function or PyCapsule), "
-                        f"got {type(handler).__name__}") from None
+    raise TypeError(f"an FFI handler must be a function pointer (int, ctypes function or PyCapsule), "
+                    f"got {type(handler).__name__}")
 
 
 # -- the XLA_FFI_Api table ---------------------------------------------------------------
