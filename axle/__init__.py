@@ -64,4 +64,7 @@ def compile(module, backend: str = "cpu", entry: str = "main", **options):
     from axle.runtime.client import compile_backend
     from axle.runtime.options import CompileOptions
     exe, _, _ = compile_backend(module, CompileOptions.from_kwargs(backend=backend, entry=entry, **options))
+    if not callable(exe):  # a plugin's executable with only execute()
+        from axle.runtime.executable import CallableExecutable
+        exe = CallableExecutable(exe)
     return exe

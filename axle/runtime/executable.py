@@ -125,3 +125,25 @@ def result_specs(fn) -> list:
     for t in fn.function_type.results:
         out.append((tuple(t.shape), np.dtype(t.dtype)) if isinstance(t, TensorType) and t.is_static else None)
     return out
+
+
+class CallableExecutable:
+    """A backend executable that has only `execute` (the plugin protocol's minimum), given
+    `__call__` as axle.compile promises: numpy in, one array or a tuple out."""
+
+    def __init__(self, inner):
+        self.backend_executable = inner
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "backend_executable":
+            raise AttributeError(name)
+        return getattr(self.backend_executable, name)
+
+    def execute(self, args, donate=()):
+        if donate:
+            return self.backend_executable.execute(args, donate=donate)
+        return self.backend_executable.execute(args)
+
+    def __call__(self, *args):
+        out = self.execute(list(args))
+        return out[0] if len(out) == 1 else tuple(out)
