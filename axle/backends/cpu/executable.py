@@ -35,7 +35,6 @@ from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
 from axle.backends.cpu.llvm_env import compile_to_object, link_object
 from axle.backends.cpu.scalar import Unsupported
-from axle.interpreter.evaluator import check_arguments
 from axle.ir.core import Module
 from axle.ir.types import TensorType
 
@@ -283,6 +282,7 @@ class CpuExecutable:
         _metrics.add("executions")
         if self._static is not None and not self._static._alias and self._fast_ok(args):
             return self._static.run(args)
+        from axle.interpreter.evaluator import check_arguments  # (lazy: the interpreter imports SciPy)
         args = [np.ascontiguousarray(a) for a in check_arguments(self.function, list(args))]
         prog = self._native(tuple(a.shape for a in args))
         if prog._alias:
