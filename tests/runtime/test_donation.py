@@ -90,6 +90,18 @@ CASES = {  # name -> (program, whether memory may be shared)
     "reverse_plus_self": (_one_arg("""%r = stablehlo.reverse %a, dims = [0] : tensor<16x16xf32>
   %0 = stablehlo.add %r, %a : tensor<16x16xf32>
   return %0 : tensor<16x16xf32>"""), False),
+    "returned_unchanged": ("""func.func @main(%a: tensor<16x16xf32>, %g: tensor<16x16xf32>) -> (tensor<16x16xf32>) {
+  return %a : tensor<16x16xf32>
+}""", True),
+    "constant_result": (_one_arg("""%c = stablehlo.constant dense<1.5> : tensor<16x16xf32>
+  %0 = stablehlo.add %a, %g : tensor<16x16xf32>
+  return %c : tensor<16x16xf32>"""), True),
+    "softmax_rows": (_one_arg("""%z = stablehlo.constant dense<0.0> : tensor<f32>
+  %e = stablehlo.exponential %a : tensor<16x16xf32>
+  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [1] : (tensor<16x16xf32>, tensor<f32>) -> tensor<16xf32>
+  %b = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<16xf32>) -> tensor<16x16xf32>
+  %0 = stablehlo.divide %e, %b : tensor<16x16xf32>
+  return %0 : tensor<16x16xf32>"""), None),
     "matmul": (_one_arg("""%0 = stablehlo.dot_general %a, %g, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
   return %0 : tensor<16x16xf32>"""), False),
     "read_after": (_one_arg("""%0 = stablehlo.add %a, %g : tensor<16x16xf32>

@@ -58,3 +58,24 @@ def test_compiles_from_several_threads(monkeypatch, tmp_path):
     assert axle.metrics()["native_compiles"] - before >= 4
     for text, out in zip(texts, outs):
         np.testing.assert_allclose(out, interpret(axle.parse_module(text), x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_shapes_compiled_from_several_threads_at_once():
+    text = """func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+      %0 = stablehlo.exponential %x : tensor<?xf32>
+      %1 = stablehlo.add %0, %x : tensor<?xf32>
+      return %1 : tensor<?xf32>
+    }"""
+    exe = axle.compile(text)
+    sizes = [3, 5, 7, 11, 3, 5, 7, 11]
+    barrier = threading.Barrier(len(sizes))
+
+    def work(n):
+        x = np.linspace(-1, 1, n, dtype=np.float32)
+        barrier.wait()
+        return x, [exe(x) for _ in range(20)]
+    with ThreadPoolExecutor(len(sizes)) as pool:
+        for x, outs in pool.map(work, sizes):
+            want = interpret(axle.parse_module(text), x)
+            for out in outs:
+                np.testing.assert_allclose(out, want, rtol=1e-6)
