@@ -45,6 +45,14 @@ class Buffer:
         self._shape = tuple(array.shape) if array is not None else tuple(shape)
         self._dtype = array.dtype if array is not None else np.dtype(dtype)
 
+    @classmethod
+    def _wrap(cls, array: np.ndarray, device) -> "Buffer":
+        """A ready Buffer over `array` (an execution's fresh output; no checks, no copy)."""
+        b = cls.__new__(cls)
+        b._array, b._device, b._future, b._index, b._deleted = array, device, None, 0, None
+        b._shape, b._dtype = array.shape, array.dtype
+        return b
+
     # -- what it is
     @property
     def shape(self) -> tuple:

@@ -73,8 +73,15 @@ class Executable:
 
     def execute(self, args: Sequence) -> list:
         """Run on numpy arrays or Buffers; returns one Buffer per result."""
+        device = self.device
+        if not self.donated:  # the common case, kept short: no donation bookkeeping
+            try:
+                arrays = [a._value() if type(a) is Buffer else a for a in args]
+            except BufferDeletedError:
+                arrays, _ = self._arrays(args)  # raises, naming the argument
+            return [Buffer._wrap(o, device) for o in self.backend_executable.execute(arrays)]
         arrays, donated = self._arrays(args)
-        return [Buffer(o, self.device) for o in self._run(arrays, donated)]
+        return [Buffer._wrap(o, device) for o in self._run(arrays, donated)]
 
     def execute_async(self, args: Sequence) -> list:
         """Queue the execution on the device's queue and return its output Buffers at once.
