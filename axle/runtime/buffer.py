@@ -112,12 +112,14 @@ class Buffer:
             self._future = None
         return self._array
 
-    def _donate(self, where: str) -> np.ndarray:
-        """Give the memory to an execution: returns the array and marks this Buffer deleted."""
-        a = self._value()
-        self._deleted = f"donated to {where}"
-        self._array = None
-        return a
+    def _detach(self, reason: str) -> "Buffer":
+        """A new Buffer holding this one's value (ready or pending); this one is deleted."""
+        b = Buffer.__new__(Buffer)
+        b._array, b._device, b._future, b._index, b._deleted = self._array, self._device, self._future, \
+            self._index, None
+        b._shape, b._dtype = self._shape, self._dtype
+        self._deleted, self._array, self._future = reason, None, None
+        return b
 
     # -- numpy
     def to_numpy(self) -> np.ndarray:

@@ -92,17 +92,9 @@ class Executable:
         for i, a in enumerate(args):
             if isinstance(a, Buffer) and a.is_deleted:
                 raise BufferDeletedError(f"argument {i} of @{self.entry}: {a!r} was {a._deleted}")
-        taken = []
-        for i, a in enumerate(args):  # keep donated inputs reachable, then mark them deleted
+        for i, a in enumerate(args):  # the task keeps donated values; the caller's Buffers are deleted now
             if isinstance(a, Buffer) and i in self.donated:
-                holder = Buffer.__new__(Buffer)
-                for s in Buffer.__slots__[:-1]:
-                    setattr(holder, s, getattr(a, s))
-                args[i] = holder
-                taken.append((i, holder))
-                a._deleted = f"donated to argument {i} of @{self.entry} (execute_async)"
-                a._array = None
-                a._future = None
+                args[i] = a._detach(f"donated to argument {i} of @{self.entry} (execute_async)")
 
         def task():
             arrays, donated = self._arrays(args)

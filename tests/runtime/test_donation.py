@@ -126,3 +126,23 @@ def test_donation_is_correct_whether_or_not_memory_is_shared(name):
     if shared is not None:
         assert (exe.input_output_aliases == {0: 0}) == shared, exe.program.alias_rejections
         assert np.shares_memory(out, memory) == shared
+
+
+def test_donation_with_execute_async_chains_decode_steps():
+    rng = np.random.default_rng(3)
+    cache, _, _ = _kv_args(rng)
+    rows = [rng.standard_normal((4, 1, 16)).astype(np.float32) for _ in range(6)]
+    exe = axle.client().compile(KV, donate_argnums=(0,))
+    first = axle.device_put(cache)
+    memory = np.asarray(first)
+    cur = first
+    for pos, row in enumerate(rows):  # queued: each step donates the previous step's pending output
+        nxt = exe.execute_async([cur, row, np.int32(pos)])[0]
+        assert cur.is_deleted
+        cur = nxt
+    want = cache.copy()
+    want[:, :6] = np.concatenate(rows, axis=1)
+    np.testing.assert_array_equal(np.asarray(cur.block_until_ready()), want)
+    assert np.shares_memory(np.asarray(cur), memory)
+    with pytest.raises(BufferDeletedError, match="execute_async"):
+        exe.execute_async([first, rows[0], np.int32(0)])

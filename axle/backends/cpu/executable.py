@@ -12,6 +12,11 @@ Programs with dynamic dimensions (`?`) are specialized to the shapes of the argu
 call time (shape refinement, passes/refine_shapes.py) and one native program is kept per
 concrete signature.
 
+Donation: with `aliases` {result k: argument j} among the options, the code writes result
+k into argument j's memory where that is safe (aliasing.py; the accepted pairs are
+`Program.aliases`); `execute(args, donate=positions)` then returns the donated arrays
+themselves as those results, and copies aliased arguments the caller did not donate.
+
 Caches: compiled programs are kept in memory by (module fingerprint, entry, signature,
 options) and on disk (disk_cache.py) as object code. The fingerprint is taken from the
 module as given, before the optimization pipeline, printed without locations: a cache hit
