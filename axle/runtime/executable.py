@@ -17,7 +17,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from axle import counters as _metrics
 from axle.runtime.buffer import Buffer, BufferDeletedError
 
 
