@@ -107,7 +107,7 @@ def emit_collective(ctx: Context, op: Operation) -> None:
     with _LOCK:
         key = len(_OPS)
         _OPS[key] = op
-    ptrs = [ctx.em.buffers[id(v)] if id(v) in ctx.em.buffers else _materialize(ctx, v) for v in op.operands]
+    ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
     table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), max(len(ptrs), 1)))
     for i, p in enumerate(ptrs):
