@@ -126,13 +126,17 @@ def _materialize(ctx: Context, v):
 
 
 def _check_custom_call(op: Operation) -> None:
-    """Only targets registered with axle.register_custom_call, on tensors."""
+    """Targets registered with axle.register_custom_call, on tensors, and the JAX targets
+    compiled code runs itself (kernels_jax.py); others name the JAX API that emitted them."""
     from axle.interpreter.evaluator import _CUSTOM_CALLS
     from axle.ir.types import TensorType
     target = op.attr("call_target_name")
     if target not in _CUSTOM_CALLS:
-        raise Unsupported(f"{op.where()}: custom call target '{target}' is not registered "
-                          f"(register one with axle.register_custom_call)")
+        from axle.backends.cpu.kernels_jax import NATIVE_TARGETS
+        if target in NATIVE_TARGETS:
+            return NATIVE_TARGETS[target][0](op)
+        from axle.interpreter.jax_targets import unsupported_target_message
+        raise Unsupported(unsupported_target_message(target, op.where(), "the cpu backend"))
     for v in list(op.operands) + list(op.results):
         if not isinstance(v.type, TensorType) or not v.type.is_static:
             raise Unsupported(f"{op.where()}: custom call '{target}' on a value of type {v.type}")
@@ -142,4 +146,12 @@ def _check_custom_call(op: Operation) -> None:
 
 # A custom call runs its registered Python function on the host (the same callback as the
 # collectives): operands are copied out of the buffers, results copied back in.
-kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)(emit_collective)
+@kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)
+def emit_custom_call(ctx: Context, op: Operation) -> None:
+    from axle.interpreter.evaluator import _CUSTOM_CALLS
+    target = op.attr("call_target_name")
+    if target not in _CUSTOM_CALLS:
+        from axle.backends.cpu.kernels_jax import NATIVE_TARGETS
+        if target in NATIVE_TARGETS:
+            return NATIVE_TARGETS[target][1](ctx, op)
+    emit_collective(ctx, op)
