@@ -2,7 +2,7 @@
 
 Guarantees, for every op the rewrite understands (anywhere in the module):
 * `custom_call @Sharding / @SPMDFullToShardShape / @SPMDShardToFullShape` whose result type
-  equals its operand's, and `sdy.sharding_constraint`: replaced by their operand (on one
+  equals its operand's, `sdy.sharding_constraint` and `sdy.reshard`: replaced by their operand (on one
   device a shard is the whole array);
 * `sdy.manual_computation` whose body arguments have the operands' types (every manual
   axis of size 1): its body is inlined in place of the op;
@@ -28,10 +28,10 @@ from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns
 
 PATTERNS = Patterns("jax-custom-calls", erase_replaced=("stablehlo.custom_call", "sdy.sharding_constraint",
-                                                        "sdy.manual_computation"))
+                                                        "sdy.reshard", "sdy.manual_computation"))
 
 
-@PATTERNS.on("sdy.sharding_constraint")
+@PATTERNS.on("sdy.sharding_constraint", "sdy.reshard")
 def _constraint(op: Operation, b):
     return [op.operands[0]]
 
@@ -111,7 +111,7 @@ class JaxCustomCalls(Pass):
 
     def run(self, module: Module) -> bool:
         patterns = Patterns(PATTERNS.name, PATTERNS.erase_replaced)
-        for name in ("sdy.sharding_constraint", "sdy.manual_computation", "stablehlo.custom_call"):
+        for name in ("sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation", "stablehlo.custom_call"):
             for pat in PATTERNS.for_op(name):
                 patterns.on(name)(pat)
         patterns.on("stablehlo.custom_call")(_approx_top_k(module))

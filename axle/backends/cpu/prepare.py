@@ -77,13 +77,25 @@ def _drop_dead(module: Module) -> bool:
             return changed_any
 
 
+def _jax_ops(module: Module) -> bool:
+    """Whether Shardy ops or JAX's one-device custom calls remain (the default pipeline's
+    jax-custom-calls pass removes them; here when compiling without the passes)."""
+    from axle.interpreter.jax_targets import IDENTITY_TARGETS
+    return any((op.name.startswith("sdy.") and op.name != "sdy.mesh") or (op.name == "stablehlo.custom_call" and op.attr(
+        "call_target_name") in IDENTITY_TARGETS + ("ApproxTopK",)) for op in module.walk())
+
+
 def prepare(module: Module) -> Module:
     """`module` itself when none of the ops above occurs, else a rewritten copy."""
-    if not any(op.name in OPS for op in module.walk()):
+    jax_ops = _jax_ops(module)
+    if not jax_ops and not any(op.name in OPS for op in module.walk()):
         return module
     from axle.passes.lower_quant import clone_module
     from axle.passes.refine_shapes import PATTERNS as SHAPES, refine_types
     module = clone_module(module)
+    if jax_ops:
+        from axle.passes.jax_custom_calls import JaxCustomCalls
+        JaxCustomCalls().run(module)
     if any(op.name in BATCH_NORM_OPS for op in module.walk()):
         from axle.passes.expanders import BATCH_NORM
         apply_patterns(module, BATCH_NORM)
