@@ -91,6 +91,23 @@ def emit_shape_assertion(ctx: Context, op: Operation) -> None:
         b.call(fn, [ir.Constant(I64, key), b.bitcast(table, I8.as_pointer().as_pointer())])
 
 
+def check_shape_assertions(module) -> None:
+    """Raise ShapeAssertionError for the first shape_assertion of `module` (specialized to
+    the arguments' shapes) whose operands fold to constants and whose predicate is false.
+    Used when arguments whose shapes contradict each other leave the program dynamic."""
+    from axle.passes import make_pass
+    try:
+        for name in ("constant-folding", "simplify", "constant-folding"):
+            make_pass(name).run(module)
+    except Exception:  # nothing to learn from a module that does not fold
+        return
+    for op in module.walk():
+        if op.name == "stablehlo.custom_call" and op.attr("call_target_name") == "shape_assertion":
+            known = [_constant(v) for v in op.operands]
+            if known and all(k is not None for k in known):
+                check_shape_assertion(op, known)
+
+
 # target -> (check(op) raising Unsupported, emit(ctx, op)); dispatched from the custom_call
 # kernel (kernels_collective.py) for targets the user has not registered
 NATIVE_TARGETS = {"shape_assertion": (check_shape_assertion_op, emit_shape_assertion)}
