@@ -297,3 +297,43 @@ def test_jax_fft_and_sort_of_closed_over_constants():
         spec = jnp.fft.rfft(c, axis=-1)
         return jnp.sort(c, axis=-1) + x, jnp.abs(spec)
     _against_jax(f, _f32(4, 16), rtol=1e-4, atol=1e-4)
+
+
+def test_windows_reductions_and_rng_read_constants():
+    c = _f32(6, 6)
+    text = f"""func.func @main(%s: tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<6x6xf32>, tensor<6xf32>, tensor<2xui64>, tensor<4xui32>) {{
+      %c = stablehlo.constant {_dense(c)} : tensor<6x6xf32>
+      %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+      %zero = stablehlo.constant dense<0.0> : tensor<f32>
+      %0 = "stablehlo.reduce_window"(%c, %ninf) ({{
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %m = stablehlo.maximum %a, %b : tensor<f32>
+        stablehlo.return %m : tensor<f32>
+      }}) {{window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}} : (tensor<6x6xf32>, tensor<f32>) -> tensor<3x3xf32>
+      %1 = "stablehlo.select_and_scatter"(%c, %s, %zero) ({{
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %g = stablehlo.compare GE, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        stablehlo.return %g : tensor<i1>
+      }}, {{
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %t = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %t : tensor<f32>
+      }}) {{window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}} : (tensor<6x6xf32>, tensor<3x3xf32>, tensor<f32>) -> tensor<6x6xf32>
+      %2 = stablehlo.reduce(%c init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<6x6xf32>, tensor<f32>) -> tensor<6xf32>
+      %state = stablehlo.constant dense<[7, 11]> : tensor<2xui64>
+      %3:2 = stablehlo.rng_bit_generator %state, algorithm = DEFAULT : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)
+      return %0, %1, %2, %3#0, %3#1 : tensor<3x3xf32>, tensor<6x6xf32>, tensor<6xf32>, tensor<2xui64>, tensor<4xui32>
+    }}"""
+    _check(text, _f32(3, 3))
+
+
+def test_gather_from_a_constant_table():
+    table = _f32(10, 4)
+    text = f"""func.func @main(%i: tensor<3x1xi32>) -> tensor<3x4xf32> {{
+      %t = stablehlo.constant {_dense(table)} : tensor<10x4xf32>
+      %0 = "stablehlo.gather"(%t, %i) {{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 4>}} : (tensor<10x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+      return %0 : tensor<3x4xf32>
+    }}"""
+    i = np.array([[3], [0], [9]], np.int32)
+    _check(text, i)
+    np.testing.assert_array_equal(axle.compile(text, passes=False)(i), table[[3, 0, 9]])

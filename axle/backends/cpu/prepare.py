@@ -36,7 +36,8 @@ OPS = _SHAPE_OPS + EFFECTS + BATCH_NORM_OPS + ("stablehlo.get_tuple_element", "s
                               "stablehlo.after_all", "stablehlo.create_token")
 # ops that never reach code generation once prepared (the status matrix counts them as compiled)
 HANDLED = EFFECTS + BATCH_NORM_OPS + ("stablehlo.get_dimension_size", "stablehlo.get_tuple_element", "stablehlo.tuple",
-                     "stablehlo.optimization_barrier", "stablehlo.after_all", "stablehlo.create_token")
+                     "stablehlo.optimization_barrier", "stablehlo.after_all", "stablehlo.create_token",
+                     "sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation", "sdy.return")
 
 
 @P.on("stablehlo.get_tuple_element")
