@@ -67,6 +67,23 @@ def unsupported_target_message(target: str, where: str, backend: str = "axle") -
             f"(register one with axle.register_custom_call)")
 
 
+def explain_target(op, backend: str) -> Optional[str]:
+    """Why a JAX target the rewrite to one-device ops left in place cannot be compiled, or
+    None when `op` is not one of them."""
+    target = op.attr("call_target_name")
+    if target in IDENTITY_TARGETS:
+        return (f"{op.where()}: custom call '{target}' from {[str(v.type) for v in op.operands]} to "
+                f"{[str(r.type) for r in op.results]} splits arrays across devices; {backend} runs "
+                f"sharded programs on one device, where a shard is the whole array")
+    if target == "ApproxTopK":
+        try:
+            approx_top_k_params(op)
+        except InterpreterError as e:
+            return str(e)
+        return f"{op.where()}: ApproxTopK on operands of dynamic shape is not supported by {backend}"
+    return None
+
+
 def format_assertion(message: str, values: list) -> str:
     """`error_message` with {0}, {1}, ... replaced by the operands' values (as JAX does)."""
     ints = [int(np.asarray(v).reshape(-1)[0]) if np.asarray(v).size == 1 else np.asarray(v).tolist()

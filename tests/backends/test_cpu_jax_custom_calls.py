@@ -229,3 +229,34 @@ def test_unknown_target_still_says_how_to_register():
     text = SPMD.replace("@SPMDFullToShardShape", "@my.own_target")
     with pytest.raises(Unsupported, match="'my.own_target' is not registered .*axle.register_custom_call"):
         axle.compile(text)
+
+
+def test_approx_top_k_options_as_plain_attributes():
+    # older JAX wrote ApproxTopK's options as attributes of the op, not in mhlo.backend_config
+    import re
+    x = (RNG.permutation(64).reshape(4, 16) - 30).astype(np.float32)
+    f = lambda a: lax.approx_min_k(a, 3)  # noqa: E731
+    text = jax.jit(f).lower(x).as_text()
+    text = re.sub(r"mhlo\.backend_config = \{([^}]*)\}", r"\1", text)
+    assert "mhlo.backend_config" not in text and "top_k = 3" in text
+    want = jax.jit(f)(x)
+    for got in _both(text, x):
+        np.testing.assert_array_equal(got[0], np.asarray(want[0]))
+        np.testing.assert_array_equal(got[1], np.asarray(want[1]))
+
+
+def test_malformed_approx_top_k_is_a_clear_error():
+    text = """func.func @cmp(%a: tensor<f32>, %b: tensor<f32>) -> tensor<i1> {
+  %0 = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  return %0 : tensor<i1>
+}
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.custom_call @ApproxTopK(%x, %c) {called_computations = [@cmp], mhlo.backend_config = {top_k = 3 : i64, reduction_dim = 1 : i64}} : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}"""
+    x = np.zeros((4, 8), np.float32)
+    with pytest.raises(InterpreterError, match="less than top_k = 3"):
+        axle.interpret(text, x)
+    with pytest.raises(Unsupported, match="less than top_k = 3"):
+        axle.compile(text)

@@ -135,8 +135,9 @@ def _check_custom_call(op: Operation) -> None:
         from axle.backends.cpu.kernels_jax import NATIVE_TARGETS
         if target in NATIVE_TARGETS:
             return NATIVE_TARGETS[target][0](op)
-        from axle.interpreter.jax_targets import unsupported_target_message
-        raise Unsupported(unsupported_target_message(target, op.where(), "the cpu backend"))
+        from axle.interpreter.jax_targets import explain_target, unsupported_target_message
+        raise Unsupported(explain_target(op, "the cpu backend")
+                          or unsupported_target_message(target, op.where(), "the cpu backend"))
     for v in list(op.operands) + list(op.results):
         if not isinstance(v.type, TensorType) or not v.type.is_static:
             raise Unsupported(f"{op.where()}: custom call '{target}' on a value of type {v.type}")
