@@ -97,6 +97,13 @@ def prepare(module: Module) -> Module:
     if jax_ops:
         from axle.passes.jax_custom_calls import JaxCustomCalls
         JaxCustomCalls().run(module)
+        for op in module.walk():
+            if op.name == "sdy.manual_computation":
+                from axle.backends.cpu.scalar import Unsupported
+                raise Unsupported(f"{op.where()}: its body works on shards "
+                                  f"({', '.join(str(a.type) for a in op.regions[0].blocks[0].arguments)}) of "
+                                  f"{', '.join(str(v.type) for v in op.operands)}, which needs several devices; "
+                                  f"the cpu backend runs Shardy programs on one device (manual axes of size 1)")
     if any(op.name in BATCH_NORM_OPS for op in module.walk()):
         from axle.passes.expanders import BATCH_NORM
         apply_patterns(module, BATCH_NORM)
