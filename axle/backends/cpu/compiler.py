@@ -401,6 +401,13 @@ class Context:
         self.kernels[-1].library = name
 
     def buffer(self, v: Value):
+        """The pointer to v's buffer in the function being emitted. A constant never gets a
+        buffer of its own (fused readers compute it in place): a kernel reading memory
+        (BLAS, convolution, sort, a host call, ...) reads its data from a global instead."""
+        if id(v) not in self.em.buffers:
+            g = _constant_global(self.em, v)
+            if g is not None:
+                return self.b.bitcast(g, I8.as_pointer())
         return self.em.buffers[id(v)]
 
     def same_buffer(self, a: Value, b: Value) -> bool:
@@ -412,7 +419,8 @@ class Context:
         return x is y or (isinstance(x, BufRef) and x == y)
 
     def has_buffer(self, v: Value) -> bool:
-        return id(v) in self.em.buffers
+        """Whether buffer(v) is a pointer: a planned buffer, or a constant's global."""
+        return id(v) in self.em.buffers or _is_constant(v)
 
     @property
     def offset(self) -> int:
@@ -623,6 +631,28 @@ class Context:
         for v, dst in copies:
             self.copy(v, dst)
         return list(ret.operands)
+
+
+def _is_constant(v) -> bool:
+    owner = getattr(v, "owner", None)
+    return isinstance(owner, Operation) and owner.name == "stablehlo.constant" \
+        and isinstance(getattr(v, "type", None), TensorType)
+
+
+def _constant_global(em: Emitter, v):
+    """The global holding constant v's elements in memory (numpy's layout: i1 as bytes,
+    bf16 as i16), made once per constant and shared with the elemental emitter's reads
+    (Emitter.op_at); None when v is not a constant."""
+    if not _is_constant(v):
+        return None
+    op = v.owner
+    g = em._const_globals.get(id(op))
+    if g is None:
+        arr = op.attributes["value"].array
+        et = _ty(v).element_type
+        data = np.ascontiguousarray(arr.astype(np.uint8) if et.is_bool else arr).tobytes()
+        g = em._const_globals[id(op)] = em.global_bytes(data)
+    return g
 
 
 def _fusion_of(op: Operation, want: set, block: Block) -> tuple[list, list]:

@@ -260,6 +260,8 @@ class CpuExecutable:
             from axle.passes.refine_shapes import fully_static, specialize
             module = specialize(parse_module(print_module(module)), self.entry, list(signature))
             if not fully_static(module, self.entry):
+                from axle.backends.cpu.kernels_jax import check_shape_assertions
+                check_shape_assertions(module)  # shapes that break the export's assertions: say so
                 raise Unsupported(f"@{self.entry}: shapes still dynamic after specializing to "
                                   f"{[list(s) for s in signature]} (they depend on data)")
         return compile_function(module, self.entry, **self.options)

@@ -150,7 +150,7 @@ def emit_ffi_call(ctx: Context, op: Operation, handler: int) -> None:
     attrs = encode_attrs(_attributes(op), op.where())
     values = list(op.operands) + list(op.results)
     n_in, n_out = len(op.operands), len(op.results)
-    ptrs = [ctx.em.buffers[id(v)] if id(v) in ctx.em.buffers else _materialize(ctx, v) for v in op.operands]
+    ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
     bufs = ctx.em.alloca(ir.ArrayType(BUFFER, max(len(values), 1)))
     zero = ir.Constant(I32, 0)
