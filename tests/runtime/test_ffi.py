@@ -89,3 +89,21 @@ def test_registration_errors():
         axle.register_ffi_target("test_ffi.py", "not a pointer")
     with pytest.raises(ValueError, match="platform 'gpu'"):
         axle.register_ffi_target("test_ffi.gpu", 1234, platform="gpu")
+
+
+def test_array_and_dictionary_attributes_constant_operand_two_results(tmp_path):
+    lib = _build(tmp_path, "handlers.c", "gcc")
+    axle.register_ffi_target("test_ffi.array_and_dict", lib.array_and_dict)
+    text = """func.func @main(%x: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xi32>) {
+      %c = stablehlo.constant dense<[[1.5, 2.5], [-3.5, 4.0]]> : tensor<2x2xf32>
+      %0:2 = stablehlo.custom_call @test_ffi.array_and_dict(%c) {api_version = 4 : i32,
+          backend_config = {weights = array<i32: 1, 2, 3>, config = {bias = 0.25 : f32}}}
+          : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xi32>)
+      %1 = stablehlo.add %0#0, %x : tensor<2x2xf32>
+      return %1, %0#1 : tensor<2x2xf32>, tensor<2x2xi32>
+    }"""
+    x = np.ones((2, 2), np.float32)
+    c = np.array([[1.5, 2.5], [-3.5, 4.0]], np.float32)
+    y0, y1 = axle.compile(text)(x)
+    np.testing.assert_array_equal(y0, c + np.float32(6.25) + x)
+    np.testing.assert_array_equal(y1, c.astype(np.int32))
