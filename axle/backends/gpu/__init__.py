@@ -1,0 +1,77 @@
+"""The GPU backend (NVIDIA, through LLVM's NVPTX target): StableHLO -> PTX kernels.
+
+What exists (docs/gpu.md): PTX generation for elementwise (fused) programs and reductions,
+checked with ptxas without a GPU. Loading and launching through CuPy is not written yet:
+`compile` raises NoGpuError when no GPU/CuPy is present (naming the fallback
+`backend="cpu"`), and GpuNotImplemented when one is.
+"""
+from __future__ import annotations
+
+from axle.backends.cpu.scalar import Unsupported
+
+
+class NoGpuError(RuntimeError):
+    """No usable NVIDIA GPU (or no CuPy) in this process."""
+
+
+class GpuNotImplemented(RuntimeError):
+    """A GPU is present, but running compiled kernels on it is not written yet."""
+
+
+def gpu_present() -> tuple[bool, str]:
+    """(True, device name) when CuPy imports and sees a CUDA device; else (False, why)."""
+    try:
+        import cupy  # noqa: F401
+    except Exception as e:  # ImportError, or a CuPy without its CUDA libraries
+        return False, f"CuPy is not importable ({type(e).__name__}: {e})"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        return False, f"CuPy finds no CUDA device ({type(e).__name__}: {e})"
+    if n < 1:
+        return False, "CuPy finds no CUDA device"
+    return True, str(cupy.cuda.runtime.getDeviceProperties(0).get("name", b"?"))
+
+
+def require_gpu() -> None:
+    ok, why = gpu_present()
+    if not ok:
+        raise NoGpuError(f"the gpu backend needs an NVIDIA GPU and CuPy, and none is present here: {why}. "
+                         "Use backend=\"cpu\" (or axle.backends.gpu.emit_ptx(module) to inspect the PTX "
+                         "without a GPU).")
+
+
+def emit_llvm(module, entry: str = "main", passes: bool = True):
+    """The GpuProgram (NVPTX LLVM IR + kernel list) of `entry`, after the default pipeline
+    (run in place on `module` when it is an axle.ir.Module). Raises Unsupported naming
+    the op and the gpu backend for what cannot be emitted, including calls NVPTX cannot
+    lower (checked here, before LLVM sees them)."""
+    from axle.backends.gpu.codegen import emit_program
+    from axle.backends.gpu.nvptx import check_calls
+    from axle.ir.core import Module
+    if not isinstance(module, Module):
+        from axle.ir.text import parse_module
+        module = parse_module(module)
+    if passes:
+        from axle.reproducer import run_pipeline
+        run_pipeline(module, "cpu", entry=entry)
+    prog = emit_program(module, entry)
+    check_calls(prog.module, {k.name: k.where for k in prog.kernels})
+    return prog
+
+
+def emit_ptx(module, entry: str = "main", passes: bool = True, gpu: str = "sm_90") -> str:
+    """PTX text for `entry` of `module` (an axle.ir.Module or StableHLO text), for `gpu`."""
+    from axle.backends.gpu.nvptx import ir_to_ptx
+    return ir_to_ptx(emit_llvm(module, entry, passes).llvm_ir, cpu=gpu)
+
+
+def compile(module, entry: str = "main", passes: bool = True, **options):
+    """Compile for the GPU. Without a GPU/CuPy: NoGpuError naming the fallback."""
+    require_gpu()
+    raise GpuNotImplemented("the gpu backend generates PTX (axle.backends.gpu.emit_ptx) but cannot load "
+                            "and launch it yet (docs/gpu.md: CuPy RawModule loading is the next step); "
+                            "use backend=\"cpu\"")
+
+
+__all__ = ["compile", "emit_ptx", "Unsupported", "NoGpuError", "GpuNotImplemented", "gpu_present"]

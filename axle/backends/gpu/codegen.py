@@ -1,0 +1,298 @@
+"""Kernels for NVIDIA GPUs: the CPU backend's elemental emitter mapped onto a thread grid.
+
+A program becomes a list of kernels, each one LLVM function with the `ptx_kernel` calling
+convention whose parameters are the global-memory pointers of every buffer of the program
+(arguments, results, temporaries, in that order). Which values get a buffer follows the CPU
+backend's rule: results of ops that are not elementwise, returned values, and values read
+by several ops (constants never: they are computed in place, or read from a global in the
+global address space). Everything else is fused into its readers by the elemental emitter.
+
+Kernel shapes:
+* elementwise (fused) root: a grid-stride loop, one element per thread per trip;
+* reduce: one thread per output element, looping over the reduced elements in index order
+  (the interpreter's order, so the bits match the CPU's sequential reductions).
+Any other op at the top level raises Unsupported naming it and the gpu backend.
+
+The scalar rules (scalar_ops.py, fastmath.py, ...) are reused as they are: they only use
+LLVM IR. Calls they make to libm or to LLVM intrinsics without an NVPTX lowering are
+caught before code generation (nvptx.check_calls), never by LLVM's fatal errors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
+from axle.backends.cpu.scalar import I8, I32, I64, Unsupported
+from axle.ir.core import Block, Operation
+from axle.ir.types import TensorType
+
+GLOBAL = 1  # NVPTX's global address space
+P8G = ir.PointerType(I8, addrspace=GLOBAL)
+P8 = I8.as_pointer()
+
+# ops a reduce body may hold besides the scalar rules
+_BODY_OPS = ("stablehlo.return", "stablehlo.convert", "stablehlo.constant", "stablehlo.real",
+             "stablehlo.imag", "stablehlo.complex")
+
+
+@dataclass
+class KernelSpec:
+    name: str  # the LLVM / PTX function name
+    op: str  # the root op's name
+    where: str  # the root op, for messages
+    kind: str  # "elementwise" or "reduce"
+    threads: int  # elements (elementwise) or output elements (reduce): the launch's extent
+    work: int = 1  # elements each thread visits per output element (reduce)
+
+
+@dataclass
+class GpuProgram:
+    llvm_ir: str
+    kernels: list
+    args: list  # TensorTypes of the entry's arguments
+    results: list  # TensorTypes of its results
+    temps: list  # TensorTypes of the temporaries (buffers after args and results)
+    result_sources: list = field(default_factory=list)  # per result: its buffer index
+    module: object = field(default=None, repr=False)  # the llvmlite ir.Module
+
+
+class GpuEmitter(Emitter):
+    """The CPU emitter with globals in the global address space (NVPTX has no generic globals)."""
+
+    def global_bytes(self, data: bytes):
+        arr = ir.ArrayType(I8, len(data))
+        g = ir.GlobalVariable(self.module, arr, f"const_{self._globals}", addrspace=GLOBAL)
+        self._globals += 1
+        g.global_constant = True
+        g.linkage = "internal"
+        g.align = 16
+        g.initializer = ir.Constant(arr, bytearray(data))
+        # a generic pointer to it: what the emitter's bitcasts and GEPs expect
+        return ir.FormattedConstant(arr.as_pointer(), f"addrspacecast ({g.type} {g.get_reference()} to "
+                                                      f"{arr.as_pointer()})")
+
+    def libm(self, name: str, args):
+        raise Unsupported(f"math function '{name}' for {args[0].type} (the gpu backend has no libm; "
+                          "libdevice is not linked yet)")
+
+
+def _sreg(b: ir.IRBuilder, mod: ir.Module, name: str):
+    fn = mod.globals.get(f"llvm.nvvm.read.ptx.sreg.{name}")
+    if fn is None:
+        fn = ir.Function(mod, ir.FunctionType(I32, []), f"llvm.nvvm.read.ptx.sreg.{name}")
+    return b.zext(b.call(fn, []), I64)
+
+
+def _uses(block: Block) -> dict:
+    uses: dict = {}
+    for op in block.operations:
+        for v in op.operands:
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    return uses
+
+
+def plan(block: Block) -> tuple[list, set]:
+    """The top-level ops that become kernels, and the ids of the values with a buffer."""
+    ops, ret = block.operations[:-1], block.operations[-1]
+    uses = _uses(block)
+    returned = {id(v) for v in ret.operands}
+    want: set = set()
+    kernels = []
+    for op in ops:
+        if op.regions and op.name != "stablehlo.reduce":
+            raise Unsupported(f"{op.where()}: not supported by the gpu backend yet (ops with regions "
+                              "other than reduce)")
+        if not op.results:
+            raise Unsupported(f"{op.where()}: not supported by the gpu backend yet (an op without results)")
+        for r in op.results:
+            if not isinstance(r.type, TensorType):
+                raise Unsupported(f"{op.where()}: result of type {r.type} is not supported by the gpu backend")
+        fusible = op.name in FUSIBLE and len(op.results) == 1
+        if op.name == "stablehlo.constant" and id(op.results[0]) not in returned:
+            continue
+        if not fusible or any(id(r) in returned or uses.get(id(r), 0) > 1 for r in op.results):
+            if op.name not in FUSIBLE and op.name != "stablehlo.reduce":
+                raise Unsupported(f"{op.where()}: not supported by the gpu backend yet")
+            want.update(id(r) for r in op.results)
+            kernels.append(op)
+    return kernels, want
+
+
+class Builder:
+    """Emits one LLVM module of ptx_kernel functions for a function's body."""
+
+    def __init__(self, block: Block, n_args: int, n_res: int):
+        self.mod = ir.Module(name="axle_gpu")
+        self.mod.triple = "nvptx64-nvidia-cuda"
+        self.block = block
+        self.slots: dict = {}  # id(value) -> buffer index
+        self.types: list = []
+        for a in block.arguments:
+            self.slots[id(a)] = len(self.types)
+            self.types.append(_ty(a))
+        self.n_args, self.n_res = n_args, n_res
+        self.specs: list = []
+        self.em = None
+
+    def assign(self, ret: Operation, kernels: list) -> list:
+        """Buffer indices: results written by their producing kernel, temporaries after."""
+        res_slots = []
+        for k, v in enumerate(ret.operands):
+            self.types.append(_ty(v))
+            res_slots.append(self.n_args + k)
+        for k, v in enumerate(ret.operands):
+            owner = getattr(v, "owner", None)
+            if isinstance(owner, Operation) and id(v) not in self.slots and owner in kernels:
+                self.slots[id(v)] = self.n_args + k
+        self.temps = []
+        for op in kernels:
+            for r in op.results:
+                if id(r) not in self.slots:
+                    self.slots[id(r)] = len(self.types)
+                    self.types.append(_ty(r))
+                    self.temps.append(_ty(r))
+        return res_slots
+
+    def _function(self, name: str):
+        fnty = ir.FunctionType(ir.VoidType(), [P8G] * len(self.types))
+        fn = ir.Function(self.mod, fnty, name)
+        fn.calling_convention = "ptx_kernel"
+        for a in fn.args:
+            a.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        em = GpuEmitter(self.mod, b, {})
+        if self.em is not None:  # constants' globals are made once per module
+            em._globals, em._const_globals = self.em._globals, self.em._const_globals
+        self.em = em
+        for vid, slot in self.slots.items():
+            em.buffers[vid] = b.addrspacecast(fn.args[slot], P8)
+        return fn, b, em
+
+    def _grid_loop(self, b: ir.IRBuilder, n: int, body) -> None:
+        """for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)"""
+        start = b.add(b.mul(_sreg(b, self.mod, "ctaid.x"), _sreg(b, self.mod, "ntid.x")),
+                      _sreg(b, self.mod, "tid.x"))
+        stride = b.mul(_sreg(b, self.mod, "nctaid.x"), _sreg(b, self.mod, "ntid.x"))
+        pre = b.block
+        head = b.append_basic_block("grid.head")
+        loop = b.append_basic_block("grid.body")
+        done = b.append_basic_block("grid.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, "i")
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_unsigned("<", i, ir.Constant(I64, n)), loop, done)
+        b.position_at_end(loop)
+        body(i)
+        i.add_incoming(b.add(i, stride), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def elementwise(self, op: Operation, k: int) -> None:
+        name = f"k{k}_{op.name.split('.')[-1]}"
+        fn, b, em = self._function(name)
+        r = op.results[0]
+        t = _ty(r)
+        et = t.element_type
+        dst = em.buffers[id(r)]
+        del em.buffers[id(r)]  # computed here, not read back
+
+        def body(i):
+            idx = em.delinear(i, list(t.shape))
+            S.store(em.b, em.op_at(op, idx), em.element_ptr(dst, et, i), et)
+        self._grid_loop(b, _size(t), body)
+        em.b.ret_void()
+        self.specs.append(KernelSpec(name, op.name, op.where(), "elementwise", _size(t)))
+
+    def reduce(self, op: Operation, k: int) -> None:
+        for o in (o for rg in op.regions for o in rg.blocks[0].operations):
+            from axle.backends.cpu.scalar_ops import RULES
+            if o.name not in RULES and o.name not in _BODY_OPS:
+                raise Unsupported(f"{o.where()} inside the body of {op.where()}: not supported by the gpu backend")
+        name = f"k{k}_reduce"
+        fn, b, em = self._function(name)
+        n = len(op.results)
+        inputs, inits = op.operands[:n], op.operands[n:]
+        dims = sorted(op.attr("dimensions"))
+        in_t = _ty(inputs[0])
+        out_t = _ty(op.results[0])
+        kept = [d for d in range(in_t.rank) if d not in dims]
+        dsts = [em.buffers.pop(id(r)) for r in op.results]
+        region = op.regions[0]
+
+        def body(i):
+            out_idx = em.delinear(i, list(out_t.shape)) if out_t.rank else []
+            slots = []
+            for init, arg in zip(inits, region.blocks[0].arguments):
+                slot = em.alloca(S.reg_type(arg.type.element_type))
+                em.b.store(em.value_at(init, []), slot)
+                slots.append(slot)
+
+            def inner(red_idx):
+                full = [None] * in_t.rank
+                for d, j in zip(kept, out_idx):
+                    full[d] = j
+                for d, j in zip(dims, red_idx):
+                    full[d] = j
+                elements = [em.value_at(v, full) for v in inputs]
+                new = em.region_scalars(region, [em.b.load(s) for s in slots] + elements)
+                for s, v in zip(slots, new):
+                    em.b.store(v, s)
+            em.loop_nest([in_t.shape[d] for d in dims], inner)
+            for s, r, dst in zip(slots, op.results, dsts):
+                et = _ty(r).element_type
+                S.store(em.b, em.b.load(s), em.element_ptr(dst, et, i), et)
+        self._grid_loop(b, _size(out_t), body)
+        em.b.ret_void()
+        work = _size(in_t) // max(_size(out_t), 1)
+        self.specs.append(KernelSpec(name, op.name, op.where(), "reduce", _size(out_t), work))
+
+    def copy(self, v, slot: int, k: int) -> None:
+        """A returned argument or constant: a kernel copying it into the result buffer."""
+        name = f"k{k}_copy"
+        fn, b, em = self._function(name)
+        t = _ty(v)
+        et = t.element_type
+        dst = b.addrspacecast(fn.args[slot], P8)
+
+        def body(i):
+            idx = em.delinear(i, list(t.shape))
+            S.store(em.b, em.value_at(v, idx), em.element_ptr(dst, et, i), et)
+        self._grid_loop(b, _size(t), body)
+        em.b.ret_void()
+        self.specs.append(KernelSpec(name, "copy", str(t), "elementwise", _size(t)))
+
+
+def _size(t: TensorType) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
+def emit_program(module, entry: str = "main") -> GpuProgram:
+    """LLVM IR (text, NVPTX flavour) and kernel list for `entry` of an optimized module."""
+    from axle.backends.cpu.compiler import load_kernels
+    load_kernels()  # registers the scalar rules and element mappers
+    from axle.passes.lower_quant import prepare_for_cpu
+    from axle.backends.cpu.prepare import prepare
+    module = prepare(prepare_for_cpu(module))
+    fn = module.function(entry)
+    block = fn.body
+    ret = block.operations[-1]
+    kernels, want = plan(block)
+    bld = Builder(block, len(block.arguments), len(ret.operands))
+    res_slots = bld.assign(ret, kernels)
+    for k, op in enumerate(kernels):
+        if op.name == "stablehlo.reduce":
+            bld.reduce(op, k)
+        else:
+            bld.elementwise(op, k)
+    for j, v in enumerate(ret.operands):
+        if bld.slots.get(id(v)) != res_slots[j]:
+            bld.copy(v, res_slots[j], len(bld.specs))
+    return GpuProgram(str(bld.mod), bld.specs, [_ty(a) for a in block.arguments],
+                      [_ty(v) for v in ret.operands], bld.temps, res_slots, bld.mod)
