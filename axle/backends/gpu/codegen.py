@@ -96,26 +96,33 @@ def _uses(block: Block) -> dict:
 
 def plan(block: Block) -> tuple[list, set]:
     """The top-level ops that become kernels, and the ids of the values with a buffer."""
+    from axle.backends.cpu.compiler import KERNELS
     ops, ret = block.operations[:-1], block.operations[-1]
     uses = _uses(block)
     returned = {id(v) for v in ret.operands}
+    forced = set()  # operands that kernels reading memory need in a buffer
+    for op in ops:
+        kd = KERNELS.get(op.name)
+        if kd is not None and kd.memory_operands and op.name != "stablehlo.reduce":
+            forced.update(id(v) for v in op.operands)
     want: set = set()
     kernels = []
     for op in ops:
-        if op.regions and op.name != "stablehlo.reduce":
-            raise Unsupported(f"{op.where()}: not supported by the gpu backend yet (ops with regions "
-                              "other than reduce)")
+        kd = KERNELS.get(op.name)
+        if op.name not in FUSIBLE and kd is None:
+            raise Unsupported(f"{op.where()}: not supported by the gpu backend yet")
         if not op.results:
             raise Unsupported(f"{op.where()}: not supported by the gpu backend yet (an op without results)")
         for r in op.results:
             if not isinstance(r.type, TensorType):
                 raise Unsupported(f"{op.where()}: result of type {r.type} is not supported by the gpu backend")
-        fusible = op.name in FUSIBLE and len(op.results) == 1
         if op.name == "stablehlo.constant" and id(op.results[0]) not in returned:
             continue
-        if not fusible or any(id(r) in returned or uses.get(id(r), 0) > 1 for r in op.results):
-            if op.name not in FUSIBLE and op.name != "stablehlo.reduce":
-                raise Unsupported(f"{op.where()}: not supported by the gpu backend yet")
+        fusible = op.name in FUSIBLE and len(op.results) == 1 and kd is None
+        if not fusible or any(id(r) in returned or id(r) in forced or uses.get(id(r), 0) > 1
+                              for r in op.results):
+            if kd is not None and kd.check is not None:
+                kd.check(op)
             want.update(id(r) for r in op.results)
             kernels.append(op)
     return kernels, want
@@ -250,6 +257,20 @@ class Builder:
         work = _size(in_t) // max(_size(out_t), 1)
         self.specs.append(KernelSpec(name, op.name, op.where(), "reduce", _size(out_t), work))
 
+    def serial(self, op: Operation, k: int) -> None:
+        """One thread runs the CPU backend's kernel for op (serial.py)."""
+        from axle.backends.cpu.compiler import KERNELS
+        from axle.backends.gpu.serial import SerialContext
+        name = f"k{k}_{op.name.split('.')[-1]}_serial"
+        fn, b, em = self._function(name)
+        first = b.and_(b.icmp_unsigned("==", _sreg(b, self.mod, "ctaid.x"), ir.Constant(I64, 0)),
+                       b.icmp_unsigned("==", _sreg(b, self.mod, "tid.x"), ir.Constant(I64, 0)))
+        with b.if_then(first):
+            KERNELS[op.name].fn(SerialContext(em, op), op)
+        em.b.ret_void()
+        self.specs.append(KernelSpec(name, op.name, op.where(), "serial", 1, _size(_ty(op.operands[0]))
+                                     if op.operands else 1))
+
     def copy(self, v, slot: int, k: int) -> None:
         """A returned argument or constant: a kernel copying it into the result buffer."""
         name = f"k{k}_copy"
@@ -275,7 +296,7 @@ def _size(t: TensorType) -> int:
 
 def emit_program(module, entry: str = "main") -> GpuProgram:
     """LLVM IR (text, NVPTX flavour) and kernel list for `entry` of an optimized module."""
-    from axle.backends.cpu.compiler import load_kernels
+    from axle.backends.cpu.compiler import KERNELS, load_kernels
     load_kernels()  # registers the scalar rules and element mappers
     from axle.passes.lower_quant import prepare_for_cpu
     from axle.backends.cpu.prepare import prepare
@@ -289,8 +310,10 @@ def emit_program(module, entry: str = "main") -> GpuProgram:
     for k, op in enumerate(kernels):
         if op.name == "stablehlo.reduce":
             bld.reduce(op, k)
-        else:
+        elif op.name in FUSIBLE and op.name not in KERNELS:
             bld.elementwise(op, k)
+        else:
+            bld.serial(op, k)
     for j, v in enumerate(ret.operands):
         if bld.slots.get(id(v)) != res_slots[j]:
             bld.copy(v, res_slots[j], len(bld.specs))

@@ -1,0 +1,63 @@
+"""A correctness fallback: a CPU kernel (compiler.KERNELS) run by one GPU thread.
+
+For ops the gpu backend has no parallel kernel for yet (scatter, sort, reduce_window,
+dot_general, convolution, gather, ...), the CPU backend's own kernel function is emitted
+inside a ptx_kernel guarded by `blockIdx.x == 0 && threadIdx.x == 0`, with a small
+stand-in for the CPU's compile Context (`SerialContext`). The CPU kernels' loops are plain
+LLVM IR; anything they need that a GPU thread does not have (BLAS, host callbacks,
+the arena for scratch, nested program blocks) raises Unsupported naming the op.
+
+This is slow by construction (one thread does the whole op): it exists so that every
+program the backend accepts is complete, and it is the list of kernels a GPU session
+must replace with parallel ones (docs/gpu.md).
+"""
+from __future__ import annotations
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.scalar import I8, Unsupported
+
+
+class SerialContext:
+    """What the CPU kernels read from their Context, for a kernel run by one thread."""
+
+    in_kernel_function = False  # parallel.parallel_ok: never split across a thread pool
+    split_kernels = False
+
+    def __init__(self, em, op):
+        self.em = em
+        self.op = op
+        self.kernels = []
+        self.row_fusions = {}
+        self.conv_rows = {}
+
+    @property
+    def b(self):
+        return self.em.b
+
+    def buffer(self, v):
+        if id(v) not in self.em.buffers:
+            from axle.backends.cpu.compiler import _constant_global
+            g = _constant_global(self.em, v)
+            if g is not None:
+                return self.b.bitcast(g, I8.as_pointer())
+            raise Unsupported(f"{self.op.where()}: an operand of this op has no buffer in the gpu backend")
+        return self.em.buffers[id(v)]
+
+    def has_buffer(self, v) -> bool:
+        from axle.backends.cpu.compiler import _is_constant
+        return id(v) in self.em.buffers or _is_constant(v)
+
+    def same_buffer(self, a, b) -> bool:
+        return False  # results never share an operand's buffer here
+
+    def copy(self, v, dst) -> None:
+        t = _ty(v)
+        em = self.em
+        em.loop_nest(t.shape, lambda idx: S.store(em.b, em.value_at(v, idx),
+                                                   em.element_ptr(dst, t.element_type, em.linear(idx, t.shape)),
+                                                   t.element_type))
+
+    def __getattr__(self, name):
+        raise Unsupported(f"{self.op.where()}: not supported by the gpu backend yet (its CPU kernel needs "
+                          f"Context.{name}, which the one-thread fallback does not provide)")
