@@ -207,7 +207,9 @@ def build_parser(prog: str = "axle compile") -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("module", metavar="MODULE", help=".mlir file, '-' for stdin, or jax:NAME (a workload)")
     ap.add_argument("-o", "--output", help="write here instead of stdout")
-    ap.add_argument("--emit", choices=("summary", "llvm", "llvm-opt", "asm", "artifact"), default=None,
+    ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
+                    help="gpu: --emit summary|llvm|ptx without a GPU (docs/gpu.md)")
+    ap.add_argument("--emit", choices=("summary", "llvm", "llvm-opt", "asm", "artifact", "ptx"), default=None,
                     help="what to print (default: summary; artifact when -o ends in .axle: an "
                          "ahead-of-time executable for axle.load, docs/runtime.md)")
     ap.add_argument("--function", help="function to compile (default: @main)")
@@ -220,6 +222,9 @@ def main(argv: Optional[list] = None) -> int:
     a = build_parser().parse_args(argv)
     if a.emit is None:
         a.emit = "artifact" if a.output and a.output.endswith(".axle") else "summary"
+    if a.backend == "gpu" or a.emit == "ptx":
+        from axle.backends.gpu.cli import emit_main
+        return emit_main(a)
     if a.emit == "artifact":
         return _write_artifact(a)
     try:

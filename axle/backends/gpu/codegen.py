@@ -308,14 +308,24 @@ def emit_program(module, entry: str = "main") -> GpuProgram:
     bld = Builder(block, len(block.arguments), len(ret.operands))
     res_slots = bld.assign(ret, kernels)
     for k, op in enumerate(kernels):
-        if op.name == "stablehlo.reduce":
-            bld.reduce(op, k)
-        elif op.name in FUSIBLE and op.name not in KERNELS:
-            bld.elementwise(op, k)
-        else:
-            bld.serial(op, k)
+        try:
+            _emit_kernel(bld, op, k)
+        except Unsupported as e:
+            if f"'{op.name}'" in str(e):
+                raise
+            raise Unsupported(f"{op.where()}: not supported by the gpu backend yet: {e}") from e
     for j, v in enumerate(ret.operands):
         if bld.slots.get(id(v)) != res_slots[j]:
             bld.copy(v, res_slots[j], len(bld.specs))
     return GpuProgram(str(bld.mod), bld.specs, [_ty(a) for a in block.arguments],
                       [_ty(v) for v in ret.operands], bld.temps, res_slots, bld.mod)
+
+
+def _emit_kernel(bld: Builder, op: Operation, k: int) -> None:
+    from axle.backends.cpu.compiler import KERNELS
+    if op.name == "stablehlo.reduce":
+        bld.reduce(op, k)
+    elif op.name in FUSIBLE and op.name not in KERNELS:
+        bld.elementwise(op, k)
+    else:
+        bld.serial(op, k)

@@ -1,0 +1,73 @@
+"""Running the gpu backend's kernels on the host CPU, one simulated thread after another.
+
+A testing tool for machines without a GPU: the NVPTX-flavoured LLVM IR of a GpuProgram is
+retargeted to the host (the `ptx_kernel` convention dropped, the special registers
+tid/ntid/ctaid/nctaid read from a global the driver sets, global-address-space pointers
+kept: on x86 address space 1 is ordinary memory), JIT-compiled with the CPU backend's
+LLVM setup, and each kernel is called once per (block, thread) of a small grid, in order.
+The kernels never synchronize between threads, so running the threads one after another
+computes what the device computes; it checks the index arithmetic of the grid-stride
+loops (every element written exactly once whatever the grid), the per-output-thread
+reductions and the one-thread fallback against the interpreter, not the PTX itself (ptxas
+checks that).
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+
+import numpy as np
+
+from axle.ir.types import TensorType
+
+_SREGS = ("tid", "ntid", "ctaid", "nctaid")
+
+
+def host_ir(llvm_ir: str) -> str:
+    text = llvm_ir.replace("ptx_kernel ", "")
+    text = re.sub(r'^target triple = .*$', "", text, flags=re.M)
+    defs = ["@axle_sim_regs = global [4 x i32] zeroinitializer"]
+    for k, r in enumerate(_SREGS):
+        text = re.sub(rf'declare i32 @"?llvm\.nvvm\.read\.ptx\.sreg\.{r}\.x"?\(\)\s*\n', "", text)
+        text = re.sub(rf'@"?llvm\.nvvm\.read\.ptx\.sreg\.{r}\.x"?', f"@axle_sim_{r}", text)
+        defs.append(f"define i32 @axle_sim_{r}() {{\n  %p = getelementptr [4 x i32], [4 x i32]* @axle_sim_regs, "
+                    f"i64 0, i64 {k}\n  %v = load i32, i32* %p\n  ret i32 %v\n}}")
+    if "llvm.nvvm." in text:
+        raise NotImplementedError("the simulator handles only the tid/ntid/ctaid/nctaid registers")
+    return text + "\n" + "\n".join(defs) + "\n"
+
+
+def _np_dtype(t: TensorType) -> np.dtype:
+    return t.element_type.np_dtype
+
+
+class Simulated:
+    """A GpuProgram made callable on the host: `run(args) -> list of numpy results`."""
+
+    def __init__(self, prog, block: int = 4, grid: int = 3):
+        from axle.backends.cpu.llvm_env import compile_ir
+        self.prog = prog
+        self.block, self.grid = block, grid
+        names = [k.name for k in prog.kernels]
+        self._handle, self.addresses, _ = compile_ir(host_ir(prog.llvm_ir), names + ["axle_sim_regs"], opt=2)
+        n = len(prog.args) + len(prog.results) + len(prog.temps)
+        self.fns = {nm: ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n))(self.addresses[nm]) for nm in names}
+        self.regs = (ctypes.c_int32 * 4).from_address(self.addresses["axle_sim_regs"])
+
+    def run(self, args: list) -> list:
+        prog = self.prog
+        arrays = []
+        for t, a in zip(prog.args, args):
+            arrays.append(np.ascontiguousarray(np.asarray(a, dtype=_np_dtype(t))))
+        outs = [np.empty(t.shape, _np_dtype(t)) for t in prog.results]
+        temps = [np.empty(t.shape, _np_dtype(t)) for t in prog.temps]
+        bufs = arrays + outs + temps
+        ptrs = [b.ctypes.data if b.size else None for b in bufs]
+        for k in prog.kernels:
+            grid, block = (1, 1) if k.kind == "serial" else (self.grid, self.block)
+            self.regs[1], self.regs[3] = block, grid
+            for c in range(grid):
+                for t in range(block):
+                    self.regs[0], self.regs[2] = t, c
+                    self.fns[k.name](*ptrs)
+        return outs
