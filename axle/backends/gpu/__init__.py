@@ -41,7 +41,7 @@ def require_gpu() -> None:
                          "without a GPU).")
 
 
-def emit_llvm(module, entry: str = "main", passes: bool = True):
+def emit_llvm(module, entry: str = "main", passes: bool = True, filename: str = "<string>"):
     """The GpuProgram (NVPTX LLVM IR + kernel list) of `entry`, after the default pipeline
     (run in place on `module` when it is an axle.ir.Module). Raises Unsupported naming
     the op and the gpu backend for what cannot be emitted, including calls NVPTX cannot
@@ -51,7 +51,7 @@ def emit_llvm(module, entry: str = "main", passes: bool = True):
     from axle.ir.core import Module
     if not isinstance(module, Module):
         from axle.ir.text import parse_module
-        module = parse_module(module)
+        module = parse_module(module, filename)
     if passes:
         from axle.reproducer import run_pipeline
         run_pipeline(module, "cpu", entry=entry)

@@ -15,7 +15,7 @@ def emit_main(a) -> int:
         return 2
     try:
         name, text, _ = read_module(a.module)
-        prog = emit_llvm(text, a.function or "main")
+        prog = emit_llvm(text, a.function or "main", filename=name)
         if emit == "llvm":
             out = prog.llvm_ir
         else:
