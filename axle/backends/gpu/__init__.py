@@ -1,9 +1,10 @@
 """The GPU backend (NVIDIA, through LLVM's NVPTX target): StableHLO -> PTX kernels.
 
-What exists (docs/gpu.md): PTX generation for elementwise (fused) programs and reductions,
-checked with ptxas without a GPU. Loading and launching through CuPy is not written yet:
-`compile` raises NoGpuError when no GPU/CuPy is present (naming the fallback
-`backend="cpu"`), and GpuNotImplemented when one is.
+What exists (docs/gpu.md): PTX generation for elementwise (fused) programs and reductions
+(other ops: the CPU's kernels run by one GPU thread), checked with ptxas and a host
+simulator without a GPU. `compile` raises NoGpuError when no GPU/CuPy is present (naming
+the fallback `backend="cpu"`); with one it loads the PTX through CuPy (launch.py, not yet
+run on a GPU).
 """
 from __future__ import annotations
 
@@ -67,11 +68,17 @@ def emit_ptx(module, entry: str = "main", passes: bool = True, gpu: str = "sm_90
 
 
 def compile(module, entry: str = "main", passes: bool = True, **options):
-    """Compile for the GPU. Without a GPU/CuPy: NoGpuError naming the fallback."""
+    """Compile for the GPU. Without a GPU/CuPy: NoGpuError naming the fallback. With one:
+    a CupyExecutable (launch.py), which has NOT yet been run on a GPU (docs/gpu.md)."""
     require_gpu()
-    raise GpuNotImplemented("the gpu backend generates PTX (axle.backends.gpu.emit_ptx) but cannot load "
-                            "and launch it yet (docs/gpu.md: CuPy RawModule loading is the next step); "
-                            "use backend=\"cpu\"")
+    if options:
+        raise GpuNotImplemented(f"gpu backend: options {sorted(options)} are not supported yet")
+    from axle.backends.gpu.launch import CupyExecutable
+    from axle.backends.gpu.nvptx import ir_to_ptx
+    import cupy
+    cc = cupy.cuda.Device().compute_capability  # e.g. "90"
+    prog = emit_llvm(module, entry, passes)
+    return CupyExecutable(prog, ir_to_ptx(prog.llvm_ir, cpu=f"sm_{cc}"))
 
 
 __all__ = ["compile", "emit_ptx", "Unsupported", "NoGpuError", "GpuNotImplemented", "gpu_present"]
