@@ -48,7 +48,7 @@ def emit_llvm(module, entry: str = "main", passes: bool = True, filename: str = 
     the op and the gpu backend for what cannot be emitted, including calls NVPTX cannot
     lower (checked here, before LLVM sees them)."""
     from axle.backends.gpu.codegen import emit_program
-    from axle.backends.gpu.nvptx import check_calls
+    from axle.backends.gpu.nvptx import check_calls, redirect_calls
     from axle.ir.core import Module
     if not isinstance(module, Module):
         from axle.ir.text import parse_module
@@ -57,7 +57,9 @@ def emit_llvm(module, entry: str = "main", passes: bool = True, filename: str = 
         from axle.reproducer import run_pipeline
         run_pipeline(module, "cpu", entry=entry)
     prog = emit_program(module, entry)
-    check_calls(prog.module, {k.name: k.where for k in prog.kernels})
+    redirect = check_calls(prog.module, {k.name: k.where for k in prog.kernels})
+    if redirect:  # math intrinsics NVPTX cannot select: through libdevice
+        prog.llvm_ir = redirect_calls(prog.llvm_ir, redirect)
     return prog
 
 

@@ -75,8 +75,19 @@ class GpuEmitter(Emitter):
                                                       f"{arr.as_pointer()})")
 
     def libm(self, name: str, args):
-        raise Unsupported(f"math function '{name}' for {args[0].type} (the gpu backend has no libm; "
-                          "libdevice is not linked yet)")
+        """libm's `name` through libdevice (`__nv_name`, `__nv_namef`; half computes in f32),
+        linked when the PTX is made (nvptx.ir_to_ptx)."""
+        t = args[0].type
+        if str(t) == "half":
+            wide = self.libm(name, [self.b.fpext(a, S.F32) for a in args])
+            return self.b.fptrunc(wide, S.F16)
+        fname = {"float": f"__nv_{name}f", "double": f"__nv_{name}"}.get(str(t))
+        if fname is None:
+            raise Unsupported(f"math function '{name}' for {t} in the gpu backend")
+        fn = self.module.globals.get(fname)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(t, [a.type for a in args]), fname)
+        return self.b.call(fn, list(args))
 
 
 def _sreg(b: ir.IRBuilder, mod: ir.Module, name: str):

@@ -41,10 +41,21 @@ _SAFE = ("llvm.nvvm.", "llvm.fabs.", "llvm.sqrt.", "llvm.fma.", "llvm.fmuladd.",
          "llvm.sadd.sat.", "llvm.uadd.sat.", "llvm.ssub.sat.", "llvm.usub.sat.", "llvm.canonicalize.")
 
 
-def check_calls(mod: ir.Module, what: dict) -> None:
-    """Every call in every kernel must be to a function defined in the module or to an
-    intrinsic NVPTX lowers; `what` maps a kernel's name to its op (for the message)."""
-    for fn in mod.functions:
+# LLVM math intrinsics NVPTX cannot select (fatal errors): called through libdevice instead
+_LIBDEVICE_INTRINSICS = {"exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2",
+                         "log10": "log10", "pow": "pow", "sin": "sin", "cos": "cos", "tan": "tan",
+                         "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asin": "asin", "acos": "acos",
+                         "atan": "atan", "atan2": "atan2", "powi": "powi"}
+
+
+def check_calls(mod: ir.Module, what: dict) -> dict:
+    """Every call in every kernel must be to a function defined in the module, an
+    intrinsic NVPTX lowers, or a libdevice function (`__nv_*`, when libdevice is found);
+    LLVM math intrinsics NVPTX cannot select are redirected to libdevice here. `what`
+    maps a kernel's name to its op (for the message). Returns {intrinsic: libdevice name}
+    for redirect_calls."""
+    redirect = {}
+    for fn in list(mod.functions):
         if fn.is_declaration:
             continue
         for blk in fn.blocks:
@@ -53,16 +64,69 @@ def check_calls(mod: ir.Module, what: dict) -> None:
                     continue
                 callee = ins.callee
                 name = getattr(callee, "name", "")
-                if not callee.is_declaration:
+                if not callee.is_declaration or name.startswith(_SAFE):
                     continue
-                if name.startswith(_SAFE):
+                m = re.match(r"llvm\.(\w+)\.(f32|f64)(\.i32)?$", name)
+                if m and m.group(1) in _LIBDEVICE_INTRINSICS and find_libdevice() is not None:
+                    nv = f"__nv_{_LIBDEVICE_INTRINSICS[m.group(1)]}" + ("f" if m.group(2) == "f32" else "")
+                    redirect[name] = nv
+                    continue
+                if name.startswith("__nv_") and find_libdevice() is not None and name in _libdevice_names():
                     continue
                 kind = "LLVM intrinsic" if name.startswith("llvm.") else "external function"
+                why = "no libdevice found" if find_libdevice() is None else "not in libdevice"
                 raise Unsupported(f"{what.get(fn.name, fn.name)}: not supported by the gpu backend yet: "
-                                  f"the {kind} '{name}' has no NVPTX lowering (no libdevice linked)")
+                                  f"the {kind} '{name}' has no NVPTX lowering ({why})")
     for fn in mod.functions:  # f128/x86 types never lower
         if "fp128" in str(fn.type) or "x86_fp80" in str(fn.type):
             raise Unsupported(f"{what.get(fn.name, fn.name)}: 128/80-bit floats are not supported by the gpu backend")
+    return redirect
+
+
+def redirect_calls(ir_text: str, redirect: dict) -> str:
+    """Calls to the intrinsics in `redirect` become calls to their libdevice functions (one
+    declaration each)."""
+    for old, new in redirect.items():
+        ir_text = ir_text.replace(f'@"{old}"(', f'@"{new}"(')
+    seen, lines = set(), []
+    for line in ir_text.splitlines():
+        m = re.match(r'declare .*?@"?([\w.$]+)"?\(', line)
+        if m:
+            if m.group(1) in seen:
+                continue
+            seen.add(m.group(1))
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=None)
+def find_libdevice() -> Optional[str]:
+    """libdevice.10.bc from the nvidia-cuda-nvcc-cu12 wheel or $CUDA_HOME; None if absent."""
+    bases = []
+    try:
+        import nvidia.cuda_nvcc as nv
+        bases += list(getattr(nv, "__path__", []))
+    except ImportError:
+        pass
+    bases += [h for h in (os.environ.get("CUDA_HOME"), "/usr/local/cuda") if h]
+    for base in bases:
+        p = os.path.join(base, "nvvm", "libdevice", "libdevice.10.bc")
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+@lru_cache(maxsize=None)
+def _libdevice():
+    import llvmlite.binding as llvm
+    _init()
+    with open(find_libdevice(), "rb") as f:
+        return llvm.parse_bitcode(f.read())
+
+
+@lru_cache(maxsize=None)
+def _libdevice_names() -> frozenset:
+    return frozenset(f.name for f in _libdevice().functions)
 
 
 @lru_cache(maxsize=None)
@@ -88,6 +152,17 @@ def ir_to_ptx(ir_text: str, cpu: str = CPU, features: str = FEATURES, opt: int =
         tm = target_machine(cpu, features, opt)
         mod.triple = TRIPLE
         mod.data_layout = str(tm.target_data)
+        if "__nv_" in ir_text:  # link libdevice; keep only what the kernels call
+            kernels = {f.name for f in mod.functions if not f.is_declaration}
+            lib = _libdevice()
+            lib.triple, lib.data_layout = mod.triple, mod.data_layout
+            mod.link_in(lib, preserve=True)
+            for f in mod.functions:
+                if not f.is_declaration and f.name not in kernels:
+                    f.linkage = "internal"
+            for g in mod.global_variables:
+                if not g.is_declaration and g.name.startswith("__"):
+                    g.linkage = "internal"
         if opt:
             pto = llvm.create_pipeline_tuning_options(speed_level=opt)
             pto.loop_unrolling = False

@@ -3,7 +3,7 @@
 A testing tool for machines without a GPU: the NVPTX-flavoured LLVM IR of a GpuProgram is
 retargeted to the host (the `ptx_kernel` convention dropped, the special registers
 tid/ntid/ctaid/nctaid read from a global the driver sets, global-address-space pointers
-kept: on x86 address space 1 is ordinary memory), JIT-compiled with the CPU backend's
+kept: on x86 address space 1 is ordinary memory; libdevice's `__nv_X` calls libm's `X`), JIT-compiled with the CPU backend's
 LLVM setup, and each kernel is called once per (block, thread) of a small grid, in order.
 The kernels never synchronize between threads, so running the threads one after another
 computes what the device computes; it checks the index arithmetic of the grid-stride
@@ -32,6 +32,10 @@ def host_ir(llvm_ir: str) -> str:
         text = re.sub(rf'@"?llvm\.nvvm\.read\.ptx\.sreg\.{r}\.x"?', f"@axle_sim_{r}", text)
         defs.append(f"define i32 @axle_sim_{r}() {{\n  %p = getelementptr [4 x i32], [4 x i32]* @axle_sim_regs, "
                     f"i64 0, i64 {k}\n  %v = load i32, i32* %p\n  ret i32 %v\n}}")
+    # libdevice's __nv_X is libm's X on the host (same contract, not the same bits)
+    text = re.sub(r'@"?__nv_(\w+)"?\(', r'@"\1"(', text)
+    from axle.backends.gpu.nvptx import redirect_calls
+    text = redirect_calls(text, {})  # one declaration per function
     if "llvm.nvvm." in text:
         raise NotImplementedError("the simulator handles only the tid/ntid/ctaid/nctaid registers")
     return text + "\n" + "\n".join(defs) + "\n"
