@@ -73,6 +73,10 @@ def check_calls(mod: ir.Module, what: dict) -> dict:
                     continue
                 if name.startswith("__nv_") and find_libdevice() is not None and name in _libdevice_names():
                     continue
+                if not name.startswith("llvm.") and find_libdevice() is not None \
+                        and f"__nv_{name}" in _libdevice_names():  # a libm function called directly
+                    redirect[name] = f"__nv_{name}"
+                    continue
                 kind = "LLVM intrinsic" if name.startswith("llvm.") else "external function"
                 why = "no libdevice found" if find_libdevice() is None else "not in libdevice"
                 raise Unsupported(f"{what.get(fn.name, fn.name)}: not supported by the gpu backend yet: "
