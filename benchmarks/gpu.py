@@ -159,6 +159,7 @@ def bandwidth(repeat: int) -> int:
             continue
         bufs = [cupy.asarray(a) for a in jax.tree_util.tree_leaves(args)]
         bufs += [cupy.empty(tuple(t.shape), np.dtype(t.element_type.np_dtype)) for t in prog.results + prog.temps]
+        bufs.append(cupy.empty(max(prog.scratch_bytes, 1), np.uint8))
         for k, f, (grid, block) in zip(prog.kernels, exe.functions, exe.launches):
             s = statistics.median(_time_cuda(lambda: f(grid, block, tuple(bufs)), repeat))
             print(f"  {name:<20} {k.name:<28} {k.kind:<12} {s * 1e6:9.1f} us")

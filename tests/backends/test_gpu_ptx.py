@@ -9,7 +9,7 @@ import pytest
 
 import axle
 from axle.backends.gpu import NoGpuError, Unsupported, emit_llvm, emit_ptx, gpu_present
-from axle.backends.gpu.nvptx import find_ptxas, ptxas, ptx_version
+from axle.backends.gpu.nvptx import find_libdevice, find_ptxas, ptxas, ptx_version
 from axle.backends.gpu.simulate import Simulated
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "conformance", "testdata")
@@ -66,14 +66,36 @@ def test_ptxas_accepts_the_ptx(text):
     assert "Compiling entry function" in messages
 
 
-def test_what_nvptx_cannot_lower_is_unsupported_naming_the_op():
-    f64_exp = """
+F64_EXP = """
 func.func @main(%a: tensor<8xf64>) -> tensor<8xf64> {
   %e = stablehlo.exponential %a : tensor<8xf64>
   return %e : tensor<8xf64>
 }"""
-    with pytest.raises(Unsupported, match=r"'stablehlo.exponential'.*gpu backend.*llvm.exp.f64"):
-        emit_ptx(f64_exp)  # LLVM would die with a fatal error on llvm.exp.f64
+
+
+def test_what_nvptx_cannot_lower_is_unsupported_naming_the_op(monkeypatch):
+    c64_exp = """
+func.func @main(%a: tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>> {
+  %e = stablehlo.exponential %a : tensor<8xcomplex<f32>>
+  return %e : tensor<8xcomplex<f32>>
+}"""
+    with pytest.raises(Unsupported, match=r"'stablehlo.exponential'.*gpu backend.*'cexp'"):
+        emit_ptx(c64_exp)  # libm's complex functions are not in libdevice
+    from axle.backends.gpu import nvptx
+    monkeypatch.setattr(nvptx, "find_libdevice", lambda: None)
+    with pytest.raises(Unsupported, match=r"'stablehlo.exponential'.*gpu backend.*llvm.exp.f64.*no libdevice"):
+        emit_ptx(F64_EXP)  # LLVM would die with a fatal error on llvm.exp.f64
+
+
+@pytest.mark.skipif(find_libdevice() is None, reason="libdevice not installed (pip install nvidia-cuda-nvcc-cu12)")
+def test_f64_math_goes_through_libdevice():
+    ptx = emit_ptx(F64_EXP)
+    assert "llvm.exp" not in ptx and ".extern" not in ptx  # linked and inlined, nothing left to resolve
+    if find_ptxas() is not None:
+        ptxas(ptx)
+    a = np.linspace(-5, 5, 8)
+    (got,) = Simulated(emit_llvm(F64_EXP)).run([a])  # the host stand-in: libm's exp
+    np.testing.assert_allclose(got, np.exp(a), rtol=1e-15)
 
 
 def test_the_cli_prints_ptx(capsys):

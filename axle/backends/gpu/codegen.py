@@ -2,7 +2,8 @@
 
 A program becomes a list of kernels, each one LLVM function with the `ptx_kernel` calling
 convention whose parameters are the global-memory pointers of every buffer of the program
-(arguments, results, temporaries, in that order). Which values get a buffer follows the CPU
+(arguments, results, temporaries, in that order), then one scratch buffer
+(GpuProgram.scratch_bytes, for the one-thread fallbacks' temporaries). Which values get a buffer follows the CPU
 backend's rule: results of ops that are not elementwise, returned values, and values read
 by several ops (constants never: they are computed in place, or read from a global in the
 global address space). Everything else is fused into its readers by the elemental emitter.
@@ -57,6 +58,7 @@ class GpuProgram:
     temps: list  # TensorTypes of the temporaries (buffers after args and results)
     result_sources: list = field(default_factory=list)  # per result: its buffer index
     module: object = field(default=None, repr=False)  # the llvmlite ir.Module
+    scratch_bytes: int = 0  # the last kernel parameter: scratch for one-thread kernels
 
 
 class GpuEmitter(Emitter):
@@ -154,6 +156,7 @@ class Builder:
         self.n_args, self.n_res = n_args, n_res
         self.specs: list = []
         self.em = None
+        self.scratch_bytes = 0
 
     def assign(self, ret: Operation, kernels: list) -> list:
         """Buffer indices: results written by their producing kernel, temporaries after."""
@@ -175,7 +178,7 @@ class Builder:
         return res_slots
 
     def _function(self, name: str):
-        fnty = ir.FunctionType(ir.VoidType(), [P8G] * len(self.types))
+        fnty = ir.FunctionType(ir.VoidType(), [P8G] * (len(self.types) + 1))  # + scratch
         fn = ir.Function(self.mod, fnty, name)
         fn.calling_convention = "ptx_kernel"
         for a in fn.args:
@@ -276,8 +279,10 @@ class Builder:
         fn, b, em = self._function(name)
         first = b.and_(b.icmp_unsigned("==", _sreg(b, self.mod, "ctaid.x"), ir.Constant(I64, 0)),
                        b.icmp_unsigned("==", _sreg(b, self.mod, "tid.x"), ir.Constant(I64, 0)))
+        ctx = SerialContext(em, op, b.addrspacecast(fn.args[len(self.types)], P8))
         with b.if_then(first):
-            KERNELS[op.name].fn(SerialContext(em, op), op)
+            KERNELS[op.name].fn(ctx, op)
+        self.scratch_bytes = max(self.scratch_bytes, ctx.scratch_used)
         em.b.ret_void()
         self.specs.append(KernelSpec(name, op.name, op.where(), "serial", 1, _size(_ty(op.operands[0]))
                                      if op.operands else 1))
@@ -329,7 +334,7 @@ def emit_program(module, entry: str = "main") -> GpuProgram:
         if bld.slots.get(id(v)) != res_slots[j]:
             bld.copy(v, res_slots[j], len(bld.specs))
     return GpuProgram(str(bld.mod), bld.specs, [_ty(a) for a in block.arguments],
-                      [_ty(v) for v in ret.operands], bld.temps, res_slots, bld.mod)
+                      [_ty(v) for v in ret.operands], bld.temps, res_slots, bld.mod, bld.scratch_bytes)
 
 
 def _emit_kernel(bld: Builder, op: Operation, k: int) -> None:

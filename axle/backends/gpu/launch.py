@@ -59,7 +59,8 @@ class CupyExecutable:
         bufs = [cp.ascontiguousarray(cp.asarray(a)) for a in self._check(args)]
         outs = [cp.empty(tuple(t.shape), np.dtype(t.element_type.np_dtype)) for t in prog.results]
         temps = [cp.empty(tuple(t.shape), np.dtype(t.element_type.np_dtype)) for t in prog.temps]
-        params = tuple(bufs + outs + temps)
+        scratch = cp.empty(max(prog.scratch_bytes, 1), np.uint8)
+        params = tuple(bufs + outs + temps + [scratch])
         for fn, (grid, block) in zip(self.functions, self.launches):
             fn(grid, block, params)
         return outs

@@ -24,12 +24,18 @@ class SerialContext:
     in_kernel_function = False  # parallel.parallel_ok: never split across a thread pool
     split_kernels = False
 
-    def __init__(self, em, op):
+    def __init__(self, em, op, scratch=None):
         self.em = em
         self.op = op
+        self.scratch = scratch  # generic i8* to the program's scratch buffer
+        self.scratch_used = 0
         self.kernels = []
         self.row_fusions = {}
         self.conv_rows = {}
+
+    @property
+    def mod(self):
+        return self.em.module
 
     @property
     def b(self):
@@ -57,6 +63,24 @@ class SerialContext:
         em.loop_nest(t.shape, lambda idx: S.store(em.b, em.value_at(v, idx),
                                                    em.element_ptr(dst, t.element_type, em.linear(idx, t.shape)),
                                                    t.element_type))
+
+    def temp_ref(self, t, value=None, until=None):
+        """Room for a temporary in the scratch buffer (64-byte aligned offsets)."""
+        from axle.backends.cpu.compiler import nbytes
+        if self.scratch is None:
+            raise Unsupported(f"{self.op.where()}: no scratch buffer for the gpu backend's fallback")
+        off = self.scratch_used
+        self.scratch_used = off + (nbytes(t) + 63) // 64 * 64
+        return ("scratch", off)
+
+    def resolve(self, ref):
+        return self.em.b.gep(self.scratch, [self.em.const_i64(ref[1])], inbounds=True)
+
+    def temp(self, t, value=None):
+        return self.resolve(self.temp_ref(t, value))
+
+    def release(self, value) -> None:
+        pass  # scratch is not reused inside a kernel
 
     def __getattr__(self, name):
         raise Unsupported(f"{self.op.where()}: not supported by the gpu backend yet (its CPU kernel needs "

@@ -54,7 +54,7 @@ class Simulated:
         self.block, self.grid = block, grid
         names = [k.name for k in prog.kernels]
         self._handle, self.addresses, _ = compile_ir(host_ir(prog.llvm_ir), names + ["axle_sim_regs"], opt=2)
-        n = len(prog.args) + len(prog.results) + len(prog.temps)
+        n = len(prog.args) + len(prog.results) + len(prog.temps) + 1  # + scratch
         self.fns = {nm: ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n))(self.addresses[nm]) for nm in names}
         self.regs = (ctypes.c_int32 * 4).from_address(self.addresses["axle_sim_regs"])
 
@@ -65,7 +65,7 @@ class Simulated:
             arrays.append(np.ascontiguousarray(np.asarray(a, dtype=_np_dtype(t))))
         outs = [np.empty(t.shape, _np_dtype(t)) for t in prog.results]
         temps = [np.empty(t.shape, _np_dtype(t)) for t in prog.temps]
-        bufs = arrays + outs + temps
+        bufs = arrays + outs + temps + [np.zeros(max(prog.scratch_bytes, 1), np.uint8)]
         ptrs = [b.ctypes.data if b.size else None for b in bufs]
         for k in prog.kernels:
             grid, block = (1, 1) if k.kind == "serial" else (self.grid, self.block)
