@@ -50,6 +50,8 @@ def test_compiling_without_a_gpu_says_so_and_names_the_fallback():
     with pytest.raises(NoGpuError, match='backend="cpu"') as e:
         axle.compile(FUSED, backend="gpu")
     assert "no" in str(e.value).lower() and "CuPy" in str(e.value)
+    with pytest.raises(NoGpuError, match='backend="cpu"'):
+        axle.client("gpu").compile(FUSED)
 
 
 def test_ptx_is_for_sm90_with_a_ptx_version_ptxas_12_9_accepts():

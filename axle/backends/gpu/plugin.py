@@ -10,10 +10,11 @@ class GpuBackend:
     platform = "gpu"
 
     def device_count(self) -> int:
-        from axle.backends.gpu import gpu_present
-        ok, _ = gpu_present()
-        if not ok:
-            return 0
+        """The CUDA devices CuPy sees; without any, NoGpuError naming the fallback (as
+        jax.devices("gpu") raises without a GPU), so that `axle.client("gpu")` users learn
+        why and what to use instead."""
+        from axle.backends.gpu import require_gpu
+        require_gpu()
         import cupy
         return int(cupy.cuda.runtime.getDeviceCount())
 
