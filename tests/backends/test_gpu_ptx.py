@@ -126,6 +126,28 @@ def test_simulated_kernels_match_the_cpu_backend_for_any_grid(block, grid):
         np.testing.assert_array_equal(g, w)
 
 
+DOT = """
+func.func @main(%a: tensor<2x5x7xf32>, %b: tensor<2x7x3xf32>) -> tensor<2x5x3xf32> {
+  %d = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x5x7xf32>, tensor<2x7x3xf32>) -> tensor<2x5x3xf32>
+  %r = stablehlo.tanh %d : tensor<2x5x3xf32>
+  return %r : tensor<2x5x3xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("block,grid", [(1, 1), (4, 3)])
+def test_batched_dot_is_one_thread_per_output_and_matches_the_cpu(block, grid):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((2, 5, 7)).astype(np.float32), rng.standard_normal((2, 7, 3)).astype(np.float32)
+    prog = emit_llvm(DOT)
+    assert [k.kind for k in prog.kernels] == ["dot", "elementwise"]
+    (got,) = Simulated(prog, block=block, grid=grid).run([a, b])
+    np.testing.assert_allclose(got, np.tanh(a @ b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, axle.compile(DOT, backend="cpu")(a, b), rtol=1e-6, atol=1e-7)
+    if find_ptxas() is not None:
+        ptxas(emit_ptx(DOT))
+
+
 def test_the_one_thread_fallback_sorts_like_the_cpu():
     a = np.random.default_rng(1).integers(-50, 50, (4, 9)).astype(np.int32)
     prog = emit_llvm(SORT)

@@ -11,8 +11,10 @@ global address space). Everything else is fused into its readers by the elementa
 Kernel shapes:
 * elementwise (fused) root: a grid-stride loop, one element per thread per trip;
 * reduce: one thread per output element, looping over the reduced elements in index order
-  (the interpreter's order, so the bits match the CPU's sequential reductions).
-Any other op at the top level raises Unsupported naming it and the gpu backend.
+  (the interpreter's order, so the bits match the CPU's sequential reductions);
+* dot_general: one thread per output element, the contracting dimensions in index order;
+* other ops with a CPU kernel: that kernel run by one thread (serial.py, a fallback).
+Ops with neither raise Unsupported naming the op and the gpu backend.
 
 The scalar rules (scalar_ops.py, fastmath.py, ...) are reused as they are: they only use
 LLVM IR. Calls they make to libm or to LLVM intrinsics without an NVPTX lowering are
@@ -271,6 +273,52 @@ class Builder:
         work = _size(in_t) // max(_size(out_t), 1)
         self.specs.append(KernelSpec(name, op.name, op.where(), "reduce", _size(out_t), work))
 
+    def dot(self, op: Operation, k: int) -> None:
+        """dot_general: one thread per output element, summing over the contracting
+        dimensions in index order in the accumulator type (as the CPU's generated dots)."""
+        from axle.backends.cpu.kernels import _check_dot, accumulator_type
+        from axle.backends.cpu.scalar_ops import RULES, convert
+        _check_dot(op)
+        name = f"k{k}_dot_general"
+        fn, b, em = self._function(name)
+        lhs, rhs = op.operands
+        lt, rt_, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+        dn = op.attr("dot_dimension_numbers")
+        lb, rb = dn["lhs_batching_dimensions"], dn["rhs_batching_dimensions"]
+        lc, rc = dn["lhs_contracting_dimensions"], dn["rhs_contracting_dimensions"]
+        lfree = [d for d in range(lt.rank) if d not in lb and d not in lc]
+        rfree = [d for d in range(rt_.rank) if d not in rb and d not in rc]
+        oet = ot.element_type
+        acc_et = accumulator_type(oet)
+        add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
+        dst = em.buffers.pop(id(op.results[0]))
+
+        def body(i):
+            oidx = em.delinear(i, list(ot.shape)) if ot.rank else []
+            nb = len(lb)
+            bidx, li, ri = oidx[:nb], oidx[nb:nb + len(lfree)], oidx[nb + len(lfree):]
+            acc = em.alloca(S.reg_type(acc_et))
+            em.b.store(S.constant(acc_et, 0), acc)
+
+            def inner(cidx):
+                lfull, rfull = [None] * lt.rank, [None] * rt_.rank
+                for dims, idx, full in ((lb, bidx, lfull), (rb, bidx, rfull), (lfree, li, lfull),
+                                        (rfree, ri, rfull), (lc, cidx, lfull), (rc, cidx, rfull)):
+                    for d, j in zip(dims, idx):
+                        full[d] = j
+                x = convert(em, lt.element_type, acc_et, em.value_at(lhs, lfull))
+                y = convert(em, rt_.element_type, acc_et, em.value_at(rhs, rfull))
+                em.b.store(add(em, acc_et, [em.b.load(acc), mul(em, acc_et, [x, y], op)], op), acc)
+            em.loop_nest([lt.shape[d] for d in lc], inner)
+            out = S.finish(em.b, convert(em, acc_et, oet, em.b.load(acc)), oet)
+            S.store(em.b, out, em.element_ptr(dst, oet, i), oet)
+        self._grid_loop(b, _size(ot), body)
+        em.b.ret_void()
+        work = 1
+        for d in lc:
+            work *= lt.shape[d]
+        self.specs.append(KernelSpec(name, op.name, op.where(), "dot", _size(ot), work))
+
     def serial(self, op: Operation, k: int) -> None:
         """One thread runs the CPU backend's kernel for op (serial.py)."""
         from axle.backends.cpu.compiler import KERNELS
@@ -341,6 +389,8 @@ def _emit_kernel(bld: Builder, op: Operation, k: int) -> None:
     from axle.backends.cpu.compiler import KERNELS
     if op.name == "stablehlo.reduce":
         bld.reduce(op, k)
+    elif op.name == "stablehlo.dot_general":
+        bld.dot(op, k)
     elif op.name in FUSIBLE and op.name not in KERNELS:
         bld.elementwise(op, k)
     else:

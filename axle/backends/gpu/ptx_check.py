@@ -33,7 +33,7 @@ def check_case(case, gpu: str = "sm_90", simulate: bool = False) -> dict:
     from axle.passes import PassManager, default_pipeline
     from axle.tools.conformance import _has_checks, entry_functions
     from axle.tools.lifting import lift
-    out = {"name": case.name, "status": "accepted", "message": "", "op": "", "kernels": 0, "ptx_bytes": 0, "sim": ""}
+    out = {"name": case.name, "status": "accepted", "message": "", "op": "", "kernels": 0, "ptx_bytes": 0, "sim": "", "serial": 0}
     sims = []
     try:
         module = parse_module(case.text, case.file)
@@ -54,6 +54,7 @@ def check_case(case, gpu: str = "sm_90", simulate: bool = False) -> dict:
             ptx = ir_to_ptx(prog.llvm_ir)
             ptxas(ptx)
             out["kernels"] += len(prog.kernels)
+            out["serial"] += sum(k.kind == "serial" for k in prog.kernels)
             out["ptx_bytes"] += len(ptx)
             if simulate:
                 sims.append((prog, lifted))
@@ -147,6 +148,8 @@ def summary(results: list) -> str:
     ops = Counter(r["op"] for r in results if r["status"] == "unsupported")
     lines = [f"cases: {len(results)}; accepted by ptxas: {st['accepted']}; unsupported: {st['unsupported']}; "
              f"failed: {st['failed']}; verify-only (nothing to run): {st['verify']}"]
+    serial = sum(1 for r in results if r["status"] == "accepted" and r.get("serial"))
+    lines.append(f"of the accepted, {serial} use a one-thread fallback kernel (serial.py)")
     sim = Counter(r.get("sim", "")[:6] for r in results if r["status"] == "accepted")
     if sim.get("passed", 0) or sim.get("failed", 0):
         lines.append(f"of the accepted, run on the host simulator with the suites' checks: "
