@@ -148,6 +148,32 @@ def test_batched_dot_is_one_thread_per_output_and_matches_the_cpu(block, grid):
         ptxas(emit_ptx(DOT))
 
 
+POOL = """
+func.func @main(%a: tensor<6x9xf32>) -> tensor<3x8xf32> {
+  %z = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %r = "stablehlo.reduce_window"(%a, %z) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %m = stablehlo.maximum %x, %y : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }) {window_dimensions = array<i64: 2, 3>, window_strides = array<i64: 2, 1>,
+      padding = dense<[[0, 0], [1, 0]]> : tensor<2x2xi64>} : (tensor<6x9xf32>, tensor<f32>) -> tensor<3x8xf32>
+  return %r : tensor<3x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("block,grid", [(1, 1), (5, 2)])
+def test_reduce_window_is_one_thread_per_output_and_matches_the_cpu(block, grid):
+    a = np.random.default_rng(3).standard_normal((6, 9)).astype(np.float32)
+    prog = emit_llvm(POOL)
+    assert [k.kind for k in prog.kernels] == ["grid"]
+    (got,) = Simulated(prog, block=block, grid=grid).run([a])
+    np.testing.assert_array_equal(got, axle.compile(POOL, backend="cpu")(a))
+    padded = np.pad(a, ((0, 0), (1, 0)), constant_values=-np.inf)
+    want = np.array([[padded[2 * i:2 * i + 2, j:j + 3].max() for j in range(8)] for i in range(3)])
+    np.testing.assert_array_equal(got, want)
+
+
 def test_the_one_thread_fallback_sorts_like_the_cpu():
     a = np.random.default_rng(1).integers(-50, 50, (4, 9)).astype(np.int32)
     prog = emit_llvm(SORT)

@@ -13,6 +13,7 @@ Kernel shapes:
 * reduce: one thread per output element, looping over the reduced elements in index order
   (the interpreter's order, so the bits match the CPU's sequential reductions);
 * dot_general: one thread per output element, the contracting dimensions in index order;
+* reduce_window: the CPU's kernel with its loop over the output made the grid (grid_cpu);
 * other ops with a CPU kernel: that kernel run by one thread (serial.py, a fallback).
 Ops with neither raise Unsupported naming the op and the gpu backend.
 
@@ -77,6 +78,16 @@ class GpuEmitter(Emitter):
         # a generic pointer to it: what the emitter's bitcasts and GEPs expect
         return ir.FormattedConstant(arr.as_pointer(), f"addrspacecast ({g.type} {g.get_reference()} to "
                                                       f"{arr.as_pointer()})")
+
+    grid_hook = None  # (shape, fn(shape, body)): the next loop nest over `shape` becomes the grid
+
+    def loop_nest_range(self, shape, dim, lo, hi, body):
+        hook = self.grid_hook
+        if hook is not None and list(shape) == list(hook[0]):
+            self.grid_hook = None
+            hook[1](list(shape), body)
+            return
+        super().loop_nest_range(shape, dim, lo, hi, body)
 
     def libm(self, name: str, args):
         """libm's `name` through libdevice (`__nv_name`, `__nv_namef`; half computes in f32),
@@ -319,6 +330,27 @@ class Builder:
             work *= lt.shape[d]
         self.specs.append(KernelSpec(name, op.name, op.where(), "dot", _size(ot), work))
 
+    def grid_cpu(self, op: Operation, k: int) -> None:
+        """A CPU kernel whose outer loop nest runs over the result's elements, each computed
+        on its own (reduce_window): that nest becomes the grid-stride loop, one thread per
+        output element; the rest of the CPU's code is used as it is."""
+        from axle.backends.cpu.compiler import KERNELS
+        from axle.backends.gpu.serial import SerialContext
+        name = f"k{k}_{op.name.split('.')[-1]}"
+        fn, b, em = self._function(name)
+        shape = list(_ty(op.results[0]).shape)
+
+        def grid(shape_, body):
+            self._grid_loop(em.b, _size(_ty(op.results[0])), lambda i: body(em.delinear(i, shape_)))
+        em.grid_hook = (shape, grid)
+        ctx = SerialContext(em, op, b.addrspacecast(fn.args[len(self.types)], P8))
+        KERNELS[op.name].fn(ctx, op)
+        if em.grid_hook is not None:
+            raise RuntimeError(f"gpu backend: the CPU kernel of {op.where()} has no loop over its result")
+        em.b.ret_void()
+        self.scratch_bytes = max(self.scratch_bytes, ctx.scratch_used)
+        self.specs.append(KernelSpec(name, op.name, op.where(), "grid", _size(_ty(op.results[0]))))
+
     def serial(self, op: Operation, k: int) -> None:
         """One thread runs the CPU backend's kernel for op (serial.py)."""
         from axle.backends.cpu.compiler import KERNELS
@@ -391,6 +423,8 @@ def _emit_kernel(bld: Builder, op: Operation, k: int) -> None:
         bld.reduce(op, k)
     elif op.name == "stablehlo.dot_general":
         bld.dot(op, k)
+    elif op.name == "stablehlo.reduce_window" and _ty(op.results[0]).rank > 0:
+        bld.grid_cpu(op, k)
     elif op.name in FUSIBLE and op.name not in KERNELS:
         bld.elementwise(op, k)
     else:
