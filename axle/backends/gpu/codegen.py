@@ -89,6 +89,16 @@ class GpuEmitter(Emitter):
             return
         super().loop_nest_range(shape, dim, lo, hi, body)
 
+    def intrinsic(self, name: str, t: ir.Type, args):
+        """Math intrinsics NVPTX cannot select (llvm.sin, llvm.exp, ... on any float type,
+        f16 included) become libdevice calls; the others stay intrinsics."""
+        from axle.backends.gpu.nvptx import _LIBDEVICE_INTRINSICS, find_libdevice
+        base = name[len("llvm."):] if name.startswith("llvm.") else None
+        if base in _LIBDEVICE_INTRINSICS and base != "powi" and find_libdevice() is not None \
+                and str(t) in ("half", "float", "double"):
+            return self.libm(_LIBDEVICE_INTRINSICS[base], args)
+        return super().intrinsic(name, t, args)
+
     def libm(self, name: str, args):
         """libm's `name` through libdevice (`__nv_name`, `__nv_namef`; half computes in f32),
         linked when the PTX is made (nvptx.ir_to_ptx)."""
