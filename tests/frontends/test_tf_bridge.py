@@ -1,0 +1,51 @@
+"""axle.tf: a Keras model's StableHLO (from TF) run by axle, matching TF. Skips without TF."""
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow", reason="TensorFlow is an optional extra (pip install 'axle[tf]')")
+
+import axle.tf  # noqa: E402
+
+
+def _mlp():
+    tf.keras.utils.set_random_seed(0)
+    return tf.keras.Sequential([tf.keras.layers.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                tf.keras.layers.Dense(4, activation="softmax")])
+
+
+def _cnn():
+    tf.keras.utils.set_random_seed(1)
+    return tf.keras.Sequential([tf.keras.layers.Input((12, 12, 3)),
+                                tf.keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+                                tf.keras.layers.MaxPooling2D(2), tf.keras.layers.BatchNormalization(),
+                                tf.keras.layers.Flatten(), tf.keras.layers.Dense(5)])
+
+
+@pytest.mark.parametrize("make, shape", [(_mlp, (3, 8)), (_cnn, (2, 12, 12, 3))])
+def test_keras_model_matches_tf(make, shape):
+    model = make()
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    fast = axle.tf.function(lambda x: model(x, training=False))
+    got = fast(x)
+    assert isinstance(got, tf.Tensor)
+    np.testing.assert_allclose(got.numpy(), model(x, training=False).numpy(), rtol=1e-5, atol=1e-5)
+    # the weights are read at each call: change them in TF, axle sees the new values
+    for v in model.trainable_variables:
+        v.assign(v * 0.5)
+    np.testing.assert_allclose(fast(x).numpy(), model(x, training=False).numpy(), rtol=1e-5, atol=1e-5)
+    assert len(fast._cache) == 1
+
+
+def test_compile_a_tf_function_with_a_structure():
+    @tf.function
+    def f(x, w):
+        return {"y": tf.tanh(tf.matmul(x, w)), "n": tf.reduce_sum(x)}
+
+    x = tf.constant(np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32))
+    w = tf.constant(np.ones((3, 2), np.float32))
+    exe = axle.tf.compile(f, x, w)
+    assert "stablehlo" in exe.text
+    got, want = exe(x, w), f(x, w)
+    assert set(got) == {"y", "n"}
+    np.testing.assert_allclose(got["y"].numpy(), want["y"].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got["n"].numpy(), want["n"].numpy(), rtol=1e-6)
