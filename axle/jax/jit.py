@@ -56,9 +56,17 @@ def _explain_flag() -> bool:
         return False
 
 
+try:
+    from jax._src.array import ArrayImpl as _ArrayImpl
+except ImportError:  # another jax layout: the generic checks below still apply
+    _ArrayImpl = None
+
+
 def _leaf_signature(x):
     """What of one argument leaf the compiled code depends on: (shape, dtype, weak type)."""
     t = type(x)
+    if t is _ArrayImpl:
+        return (x.shape, x.dtype, x.weak_type)
     if t is np.ndarray:
         return (x.shape, x.dtype, False)
     if t in _SCALARS:
@@ -180,7 +188,10 @@ class Jitted:
             pass
 
     def _key(self, args, kwargs):
-        dyn_args, dyn_kwargs, static = self._sig.split(args, kwargs)
+        if self._sig.static_set or (kwargs and self._sig.static_names):
+            dyn_args, dyn_kwargs, static = self._sig.split(args, kwargs)
+        else:
+            dyn_args, dyn_kwargs, static = args, kwargs, ()
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         try:
             key = (treedef, static, tuple(map(_leaf_signature, leaves)))
@@ -195,7 +206,8 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._miss(key, args, kwargs)
-        flat = [x if type(x) is np.ndarray and x.dtype == dt else np.asarray(x, dt)
+        flat = [np.asarray(x) if type(x) is _ArrayImpl and x.dtype == dt else
+                x if type(x) is np.ndarray and x.dtype == dt else np.asarray(x, dt)
                 for x, dt in zip(leaves, entry.in_dtypes)]
         outs = entry.executable.execute(flat)
         if entry.donated and not entry.donate_hint:
@@ -316,7 +328,7 @@ def _device_put():
         assert isinstance(probe, jax.Array)
 
         def put(x, aval):  # zero copy: the array keeps the numpy result alive
-            return batched(aval, sharding, [x], devices, False)
+            return batched(aval, sharding, [x], devices, True)
     except Exception:  # a jax without this internal: the public, copying path
         def put(x, aval):
             return jax.device_put(x)
