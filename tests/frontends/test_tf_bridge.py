@@ -49,3 +49,22 @@ def test_compile_a_tf_function_with_a_structure():
     assert set(got) == {"y", "n"}
     np.testing.assert_allclose(got["y"].numpy(), want["y"].numpy(), rtol=1e-6)
     np.testing.assert_allclose(got["n"].numpy(), want["n"].numpy(), rtol=1e-6)
+
+
+def test_tensorflow_hlo_text_read_by_parse_hlo():
+    """TF's own HLO text (stage='hlo') of a Keras CNN, read by axle's HLO reader and compiled."""
+    import axle
+    from axle.ir import parse_hlo
+    model = _cnn()
+    x = np.random.default_rng(2).standard_normal((2, 12, 12, 3)).astype(np.float32)
+    f = tf.function(lambda x: model(x, training=False), jit_compile=True)
+    hlo = f.experimental_get_compiler_ir(x)(stage="hlo")
+    assert hlo.startswith("HloModule")
+    m = parse_hlo(hlo, "keras_cnn.hlo")
+    weights = [v.numpy() for v in f.get_concrete_function(x).variables]
+    concrete = f.get_concrete_function(x)
+    captured = {id(v.handle): v.numpy() for v in concrete.variables}
+    inputs = [x] + [captured[id(h)] for h in concrete.captured_inputs]
+    assert len(weights) == len(inputs) - 1
+    got = axle.compile(m).execute(inputs)
+    np.testing.assert_allclose(got[0], model(x, training=False).numpy(), rtol=1e-5, atol=1e-5)
