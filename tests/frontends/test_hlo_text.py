@@ -144,3 +144,37 @@ def test_errors_name_the_hlo_line_and_column(bad, line, col, message):
     err = info.value
     assert (err.filename, err.line, err.col) == ("bad.hlo", line, col), str(err)
     assert message in str(err)
+
+
+LINALG = """HloModule linalg
+ENTRY main {
+  a = f32[3,3] parameter(0)
+  b = f32[3,2] parameter(1)
+  x = f32[2,3,4,4] parameter(2)
+  s = f32[3] parameter(3)
+  l = f32[3,3] cholesky(a), lower=true
+  t = f32[3,2] triangular-solve(l, b), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
+  bn = f32[2,3,4,4] batch-norm-inference(x, s, s, s, s), epsilon=0.001, feature_index=1
+  tr = (f32[2,3,4,4], f32[3], f32[3]) batch-norm-training(x, s, s), epsilon=0.001, feature_index=1
+  m = f32[3] get-tuple-element(tr), index=1
+  ROOT r = (f32[3,3], f32[3,2], f32[2,3,4,4], f32[3]) tuple(l, t, bn, m)
+}
+"""
+
+
+def test_linear_algebra_and_batch_norm_opcodes():
+    r = np.random.default_rng(5)
+    g = r.standard_normal((3, 3)).astype(np.float32)
+    a = g @ g.T + 3 * np.eye(3, dtype=np.float32)
+    b = r.standard_normal((3, 2)).astype(np.float32)
+    x = r.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    s = np.array([0.5, 1.0, 2.0], np.float32)
+    m = parse_hlo(LINALG, "linalg.hlo")
+    l, t, bn, mean = run_function(m, [a, b, x, s])
+    np.testing.assert_allclose(l, np.linalg.cholesky(a), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(t, np.linalg.solve(np.linalg.cholesky(a), b), rtol=1e-4, atol=1e-5)
+    sb = s[None, :, None, None]
+    np.testing.assert_allclose(bn, (x - sb) / np.sqrt(sb + 1e-3) * sb + sb, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mean, x.mean(axis=(0, 2, 3)), rtol=1e-5, atol=1e-6)
+    for ours, theirs in zip(run_function(m, [a, b, x, s]), run_function(jaxlib_reference(LINALG), [a, b, x, s])):
+        np.testing.assert_array_equal(ours, theirs)

@@ -232,3 +232,68 @@ def _custom_call(e, ins, ops):
         attrs["backend_config"] = config if config.startswith('"') else f'"{config}"'
     outs = e.op("stablehlo.custom_call", vals, _results(ins), attrs)
     return outs if ins.shape.is_tuple else outs[0]
+
+
+# -- normalization, linear algebra, FFT, RNG, tokens --------------------------------------------
+def _bn_attrs(e) -> dict:
+    return {"epsilon": f"{float(e.attr('epsilon', required=True))!r} : f32",
+            "feature_index": f"{int(e.attr('feature_index', required=True))} : i64"}
+
+
+@rule("batch-norm-inference")
+def _bn_inference(e, ins, ops):
+    return e.one("stablehlo.batch_norm_inference", ops, _result(ins), _bn_attrs(e))
+
+
+@rule("batch-norm-training", "batch-norm-grad")
+def _bn_training(e, ins, ops):
+    name = "stablehlo.batch_norm_training" if ins.opcode == "batch-norm-training" else "stablehlo.batch_norm_grad"
+    return e.op(name, ops, _results(ins), _bn_attrs(e))
+
+
+@rule("cholesky")
+def _cholesky(e, ins, ops):
+    lower = e.attr("lower", "false") == "true"
+    return e.one("stablehlo.cholesky", ops, _result(ins), {"lower": "true" if lower else "false"})
+
+
+@rule("triangular-solve")
+def _triangular_solve(e, ins, ops):
+    flag = {"true": "true", "false": "false"}
+    transpose = e.attr("transpose_a", "NO_TRANSPOSE")
+    if transpose not in ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"):
+        raise e.error(f"triangular-solve: transpose_a={transpose}", attr="transpose_a")
+    return e.one("stablehlo.triangular_solve", ops, _result(ins),
+                 {"left_side": flag.get(e.attr("left_side", "false"), "false"),
+                  "lower": flag.get(e.attr("lower", "false"), "false"),
+                  "unit_diagonal": flag.get(e.attr("unit_diagonal", "false"), "false"),
+                  "transpose_a": f"#stablehlo<transpose {transpose}>"})
+
+
+@rule("fft")
+def _fft(e, ins, ops):
+    kind = e.attr("fft_type", required=True)
+    if kind not in ("FFT", "IFFT", "RFFT", "IRFFT"):
+        raise e.error(f"fft: fft_type={kind}", attr="fft_type")
+    return e.one("stablehlo.fft", ops, _result(ins), {"fft_type": f"#stablehlo<fft_type {kind}>",
+                                                     "fft_length": array_attr(ints(e, e.attr("fft_length", required=True), "fft_length"))})
+
+
+@rule("rng-bit-generator")
+def _rng_bit_generator(e, ins, ops):
+    algorithm = {"rng_default": "DEFAULT", "rng_three_fry": "THREE_FRY", "rng_philox": "PHILOX"}.get(
+        e.attr("algorithm", "rng_default"))
+    if algorithm is None:
+        raise e.error(f"rng-bit-generator: algorithm={e.attr('algorithm')}", attr="algorithm")
+    return e.op("stablehlo.rng_bit_generator", ops, _results(ins),
+                {"rng_algorithm": f"#stablehlo<rng_algorithm {algorithm}>"})
+
+
+@rule("after-all")
+def _after_all(e, ins, ops):
+    return e.one("stablehlo.after_all", ops, "!stablehlo.token")
+
+
+@rule("add-dependency", "domain")
+def _pass_through(e, ins, ops):
+    return ops[0]
