@@ -214,7 +214,11 @@ class Jitted:
             for i in entry.donated:
                 if isinstance(leaves[i], jax.Array):
                     leaves[i].delete()
-        elif entry.donated:  # the runtime took the hint; it may have deleted them already
+        elif entry.donated:
+            # the runtime took the hint and may have written a result into a donated input's
+            # memory: that memory was handed over as a numpy view, which holds its own
+            # reference to the jax buffer, so deleting the jax array does not free it while
+            # the result still uses it
             for i in entry.donated:
                 x = leaves[i]
                 if isinstance(x, jax.Array) and not x.is_deleted():

@@ -100,6 +100,10 @@ def test_static_args_weak_types_and_kwargs():
     assert ours.compiles == 2
     # a weakly typed python float does not promote an f32 array; an f64 numpy one would under x64
     assert ours(x, 1, scale=2.0).dtype == np.float32
+    # results keep jax's weak types
+    g = (lambda a, b: (a * 2, b + 1))
+    got, want = axle.jax.jit(g)(3.0, x), jax.jit(g)(3.0, x)
+    assert [r.weak_type for r in got] == [r.weak_type for r in want] == [True, False]
     with pytest.raises(ValueError, match="hashable"):
         axle.jax.jit(lambda x, s: x, static_argnums=1)(x, [1, 2])
 
