@@ -228,8 +228,12 @@ def _custom_call(e, ins, ops):
     vals = [v for op in ops for v in leaves(op)]
     attrs = {"call_target_name": f'"{target}"'}
     config = e.attr("backend_config")
-    if config is not None:
-        attrs["backend_config"] = config if config.startswith('"') else f'"{config}"'
+    if e.attr("api_version") == "API_VERSION_TYPED_FFI":
+        attrs["api_version"] = "4 : i32"  # its backend_config is an MLIR dictionary
+        if config is not None and config.startswith("{"):
+            attrs["backend_config"] = config
+    elif config is not None:
+        attrs["backend_config"] = config if config.startswith('"') else '"' + config.replace('"', '\\"') + '"'
     outs = e.op("stablehlo.custom_call", vals, _results(ins), attrs)
     return outs if ins.shape.is_tuple else outs[0]
 
