@@ -37,6 +37,7 @@ import jax
 from jax import tree_util
 
 log = logging.getLogger("axle.jax")
+_flatten, _unflatten = tree_util.tree_flatten, tree_util.tree_unflatten
 _SCALARS = (bool, int, float, complex)
 
 
@@ -202,7 +203,12 @@ class Jitted:
         return key, leaves, dyn_args, dyn_kwargs
 
     def __call__(self, *args, **kwargs):
-        key, leaves, _, _ = self._key(args, kwargs)
+        sig = self._sig
+        if sig.static_set or (kwargs and sig.static_names):
+            key, leaves, _, _ = self._key(args, kwargs)
+        else:  # the common case, inlined: no static arguments, so the key always hashes
+            leaves, treedef = _flatten((args, kwargs))
+            key = (treedef, (), tuple([_leaf_signature(x) for x in leaves]))
         entry = self._cache.get(key)
         if entry is None:
             entry = self._miss(key, args, kwargs)
@@ -223,7 +229,8 @@ class Jitted:
                 x = leaves[i]
                 if isinstance(x, jax.Array) and not x.is_deleted():
                     x.delete()
-        return tree_util.tree_unflatten(entry.out_tree, _to_jax(outs, entry.out_avals))
+        put = _PUT[0] if _PUT else _device_put()
+        return _unflatten(entry.out_tree, [put(o, a) for o, a in zip(outs, entry.out_avals)])
 
     # -- compiling ------------------------------------------------------------------------
     def _miss(self, key, args, kwargs) -> _Entry:
