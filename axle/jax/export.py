@@ -24,17 +24,18 @@ class LoadedExport:
         from axle.ir.text.bytecode import parse_bytecode
         self.exported = exported
         name = f"<jax.export {exported.fun_name}>"
-        if len(exported.platforms) != 1:
+        if "cpu" not in exported.platforms:
             raise NotImplementedError(f"{name}: exported for platforms {exported.platforms}; axle runs "
-                                      f"artifacts exported for one platform (the @main of a multi-platform "
-                                      f"export takes a platform index first)")
+                                      f"artifacts that include 'cpu' (jax.export.export(..., platforms=[..., 'cpu']))")
+        # a multi-platform export's @main takes the platform's index first
+        self._platform = ([np.int32(exported.platforms.index("cpu"))] if len(exported.platforms) > 1 else [])
         if exported.ordered_effects or exported.unordered_effects:
             raise NotImplementedError(f"{name}: exported with effects {exported.ordered_effects + exported.unordered_effects}"
                                       f" (tokens across the entry are not supported)")
         self.module = parse_bytecode(exported.mlir_module_serialized, name)
         self.kept = tuple(exported.module_kept_var_idx)
         main = self.module.function("main")
-        self._dtypes = [np.dtype(t.dtype) for t in main.function_type.inputs]
+        self._dtypes = [np.dtype(t.dtype) for t in main.function_type.inputs][len(self._platform):]
         if len(self._dtypes) != len(self.kept):
             raise NotImplementedError(f"{name}: @main takes {len(self._dtypes)} arguments for "
                                       f"{len(self.kept)} kept inputs (dimension variables or tokens)")
@@ -58,7 +59,7 @@ class LoadedExport:
             if tuple(np.shape(x)) != tuple(aval.shape):
                 raise TypeError(f"{self.exported.fun_name}: input leaf {i} has shape {tuple(np.shape(x))}, "
                                 f"the export takes {aval.str_short()}")
-        flat = [np.asarray(leaves[k], dt) for k, dt in zip(self.kept, self._dtypes)]
+        flat = self._platform + [np.asarray(leaves[k], dt) for k, dt in zip(self.kept, self._dtypes)]
         return tree_util.tree_unflatten(self.exported.out_tree, self.executable.execute(flat))
 
 

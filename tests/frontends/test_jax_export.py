@@ -43,6 +43,17 @@ def test_export_with_unused_argument():
                                   np.full(3, 3.0, np.float32))
 
 
+def test_multi_platform_export_runs_its_cpu_variant():
+    f = jax.jit(lambda x: jnp.sin(x) * 2)
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    exported = jax.export.export(f, platforms=("cuda", "cpu"))(x)
+    loaded = axle.load_exported(exported.serialize())
+    np.testing.assert_allclose(loaded(x), f(x), rtol=1e-6)
+    tpu_only = jax.export.export(f, platforms=("tpu",))(x)
+    with pytest.raises(NotImplementedError, match="include 'cpu'"):
+        axle.load_exported(tpu_only.serialize())
+
+
 @pytest.mark.parametrize("version", [stablehlo.get_minimum_version(), stablehlo.get_current_version()])
 def test_portable_artifacts_of_two_versions(version):
     fn, (params, x, y) = bw.mlp_training(batch=8, sizes=(16, 32, 4))
