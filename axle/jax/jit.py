@@ -318,12 +318,6 @@ def _path_name(path: str, dynamic_positions, sig: _Signature) -> str:
     return sig.arg_name(index.strip("'")) + rest
 
 
-def _to_jax(outs: list, avals: tuple) -> list:
-    """Fresh numpy results -> jax arrays on the default CPU device, without a copy."""
-    put = _device_put()
-    return [put(o, aval) for o, aval in zip(outs, avals)]
-
-
 _PUT: list = []
 
 

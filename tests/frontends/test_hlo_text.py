@@ -3,7 +3,6 @@ converter (equal results through the interpreter) and against jax.jit (compiled 
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -82,30 +81,44 @@ def test_hlo_text_matches_jaxlib_converter_and_jax(name):
     assert parse_module(str(m)) == m  # prints and reads back
 
 
-def test_xla_dump_of_a_training_step(tmp_path):
-    """A real --xla_dump_to dump (file tables, %names, parameter lists, metadata) read and run."""
-    script = textwrap.dedent("""
-        import numpy as np, jax
-        from axle.tools import bench_workloads as bw
-        fn, args = bw.mlp_training(batch=8, sizes=(16, 32, 4))
-        out = jax.jit(fn)(*args)
-        np.savez(%r, *[np.asarray(a) for a in jax.tree_util.tree_leaves(args)])
-        np.savez(%r, *[np.asarray(a) for a in jax.tree_util.tree_leaves(out)])
-    """ % (str(tmp_path / "args.npz"), str(tmp_path / "out.npz")))
+DUMP_SCRIPT = """
+import numpy as np, jax, sys
+from axle.tools import bench_workloads as bw
+out_dir = sys.argv[1]
+def wl(x):
+    return jax.lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.1), (0, x))
+programs = {"step": bw.mlp_training(batch=8, sizes=(16, 32, 4)), "fn": bw.cnn_inference(batch=2, size=8),
+            "block": bw.transformer_block(batch=1, seq=8, d_model=32, heads=2),
+            "wl": (wl, (np.ones(3, np.float32),))}
+for name, (fn, args) in programs.items():
+    out = jax.jit(fn)(*args)
+    np.savez(f"{out_dir}/{name}.args.npz", *[np.asarray(a) for a in jax.tree_util.tree_leaves(args)])
+    np.savez(f"{out_dir}/{name}.out.npz", *[np.asarray(a) for a in jax.tree_util.tree_leaves(out)])
+"""
+
+
+def test_real_xla_dumps(tmp_path):
+    """Real --xla_dump_to dumps (file tables, %names, parameter lists, metadata) of a training
+    step, a CNN, a transformer block and a while loop: read, verified, run; equal to XLA's own
+    results and, through the interpreter, to jaxlib's converter."""
     env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={tmp_path / 'dump'}", JAX_PLATFORMS="cpu")
-    subprocess.run([sys.executable, "-c", script], check=True, env=env, capture_output=True, timeout=120)
-    [path] = [p for p in (tmp_path / "dump").iterdir() if p.name.endswith("jit_step.before_optimizations.txt")]
-    text = path.read_text()
-    assert "FileNames" in text and "metadata=" in text
-    m = parse_hlo(text, str(path))
-    verify(m)
-    assert 'loc("jit(step)/' in str(m)  # op_name metadata kept as locations
-    args = list(np.load(tmp_path / "args.npz").values())
-    ref = list(np.load(tmp_path / "out.npz").values())
-    for a, b in zip(axle.compile(m).execute(args), ref):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    for a, b in zip(run_function(m, args), run_function(jaxlib_reference(text), args)):
-        np.testing.assert_array_equal(a, b)
+    subprocess.run([sys.executable, "-c", DUMP_SCRIPT, str(tmp_path)], check=True, env=env,
+                   capture_output=True, timeout=300)
+    for name in ("step", "fn", "block", "wl"):
+        [path] = [p for p in (tmp_path / "dump").iterdir() if p.name.endswith(f".jit_{name}.before_optimizations.txt")]
+        text = path.read_text()
+        assert "FileNames" in text and "metadata=" in text
+        m = parse_hlo(text, str(path))
+        verify(m)
+        assert f'loc("jit({name})/' in str(m)  # op_name metadata kept as locations
+        args = list(np.load(tmp_path / f"{name}.args.npz").values())
+        ref = list(np.load(tmp_path / f"{name}.out.npz").values())
+        got = axle.compile(m).execute(args)
+        assert len(got) == len(ref)
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        for a, b in zip(run_function(m, args), run_function(jaxlib_reference(text), args)):
+            np.testing.assert_array_equal(a, b)
 
 
 HLO = """HloModule m, entry_computation_layout={(f32[3]{0})->f32[]}

@@ -7,11 +7,6 @@ from axle.ir.text.hlo_emit import array_attr, leaves
 from axle.ir.text.hlo_ops import _dims, _rebuild, _result, ints, padding_config, rule
 
 
-def _scalar(t: str) -> str:
-    """tensor<8x4xf32> -> tensor<f32>."""
-    return "tensor<" + t[len("tensor<"):-1].split("x")[-1] + ">" if "x" in t else t
-
-
 def _elem_type(t: str) -> str:
     body = t[len("tensor<"):-1]
     parts = body.split("x")
