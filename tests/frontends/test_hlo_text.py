@@ -191,3 +191,34 @@ def test_linear_algebra_and_batch_norm_opcodes():
     np.testing.assert_allclose(mean, x.mean(axis=(0, 2, 3)), rtol=1e-5, atol=1e-6)
     for ours, theirs in zip(run_function(m, [a, b, x, s]), run_function(jaxlib_reference(LINALG), [a, b, x, s])):
         np.testing.assert_array_equal(ours, theirs)
+
+
+TORCH_XLA = """HloModule IrToHlo.14, entry_computation_layout={(f32[2,2]{1,0}, f32[2,2]{1,0})->(f32[2,2]{1,0})}
+
+%AddComputation.5 (x.6: f32[], y.7: f32[]) -> f32[] {
+  %x.6 = f32[] parameter(0)
+  %y.7 = f32[] parameter(1)
+  ROOT %add.8 = f32[] add(f32[] %x.6, f32[] %y.7)
+}
+
+ENTRY %IrToHlo.14 (p0.1: f32[2,2], p1.2: f32[2,2]) -> (f32[2,2]) {
+  %p1.2 = f32[2,2]{1,0} parameter(1), sharding={replicated}
+  %p0.1 = f32[2,2]{1,0} parameter(0), frontend_attributes={neff_input_names="input0"}
+  %dot.3 = f32[2,2]{1,0} dot(f32[2,2]{1,0} %p0.1, f32[2,2]{1,0} %p1.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %constant.4 = f32[] constant(0)
+  %reduce.9 = f32[2]{0} reduce(f32[2,2]{1,0} %dot.3, f32[] %constant.4), dimensions={1}, to_apply=%AddComputation.5
+  %broadcast.10 = f32[2,2]{1,0} broadcast(f32[2]{0} %reduce.9), dimensions={0}
+  %constant.11 = f32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })
+  %add.12 = f32[2,2]{1,0} add(f32[2,2]{1,0} %broadcast.10, f32[2,2]{1,0} %constant.11)
+  ROOT %tuple.13 = (f32[2,2]{1,0}) tuple(f32[2,2]{1,0} %add.12)
+}
+"""
+
+
+def test_torch_xla_style_text_with_typed_operands():
+    a, b = np.arange(4, dtype=np.float32).reshape(2, 2), np.full((2, 2), 0.5, np.float32)
+    m = parse_hlo(TORCH_XLA, "torch_xla.hlo")
+    want = (a @ b).sum(1, keepdims=True) + np.array([[1, 2], [3, 4]], np.float32)
+    np.testing.assert_allclose(axle.compile(m)(a, b), want)
+    for ours, theirs in zip(run_function(m, [a, b]), run_function(jaxlib_reference(TORCH_XLA), [a, b])):
+        np.testing.assert_array_equal(ours, theirs)
