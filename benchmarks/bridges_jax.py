@@ -34,11 +34,13 @@ def _time(fn, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def bench(rounds: int, calls: int) -> list:
+def bench(rounds: int, calls: int, only: str = "") -> list:
     import jax
     import axle.jax
     rows = []
     for name, make in _models().items():
+        if only and not any(word in name for word in only.split(",")):
+            continue
         fn, args = make()
         args = jax.device_put(args)
         ours, ref = axle.jax.jit(fn), jax.jit(fn)
@@ -74,11 +76,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--only", default="", help="comma-separated parts of model names (e.g. one_op,cnn)")
     a = ap.parse_args()
     print("| model | axle.jax.jit µs (spread) | jax.jit µs (spread) | speed-up (jax/axle) | "
           "axle executable µs | bridge overhead µs |")
     print("| --- | --- | --- | --- | --- | --- |")
-    bench(a.rounds, a.calls)
+    bench(a.rounds, a.calls, a.only)
 
 
 if __name__ == "__main__":
