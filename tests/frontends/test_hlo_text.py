@@ -140,6 +140,14 @@ ENTRY main {
 def test_hand_written_hlo_runs():
     m = parse_hlo(HLO)
     assert float(axle.compile(m)(np.array([1, 2, 3], np.float32))) == 6.0
+    # instructions out of order (allowed in hand-written text): sorted by their operands
+    shuffled = HLO.replace("  x = f32[3]{0} parameter(0)\n  zero = f32[] constant(0)\n", "")
+    shuffled = shuffled.replace("to_apply=add\n", "to_apply=add\n  zero = f32[] constant(0)\n  x = f32[3]{0} parameter(0)\n")
+    assert shuffled != HLO
+    assert float(axle.compile(parse_hlo(shuffled))(np.array([1, 2, 3], np.float32))) == 6.0
+    cyclic = HLO.replace("ROOT s = f32[] add(a, b)", "ROOT s = f32[] add(a, s)")
+    with pytest.raises(ParseError, match="depends on itself"):
+        parse_hlo(cyclic)
 
 
 @pytest.mark.parametrize("bad, line, col, message", [

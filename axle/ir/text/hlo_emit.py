@@ -140,6 +140,41 @@ class Emitter:
             raise self.error(f"'{attr}' names computation '{name}', which is not defined", attr=attr)
         return comp
 
+    def ordered(self, comp: Computation) -> list:
+        """comp's instructions with every operand before its users (XLA prints them so; text
+        written by hand need not be), by an explicit depth-first walk."""
+        by_name = {}
+        for ins in comp.instrs:
+            if ins.name in by_name:
+                raise self.error(f"'%{ins.name}' is defined twice in computation '{comp.name}'", ins)
+            by_name[ins.name] = ins
+        done, order, on_path = set(), [], set()
+        for top in comp.instrs:
+            stack = [(top, 0)]
+            while stack:
+                ins, k = stack.pop()
+                if ins.name in done:
+                    continue
+                if k == 0:
+                    on_path.add(ins.name)
+                if k < len(ins.operands):
+                    stack.append((ins, k + 1))
+                    oname, (line, col) = ins.operands[k]
+                    dep = by_name.get(oname)
+                    if dep is None:
+                        raise self.reader.error_at(f"use of undefined value '%{oname}' (not defined in "
+                                                   f"computation '{comp.name}')", line, col)
+                    if dep.name in on_path:
+                        raise self.reader.error_at(f"'%{oname}' depends on itself (a cycle in "
+                                                   f"computation '{comp.name}')", line, col)
+                    if dep.name not in done:
+                        stack.append((dep, 0))
+                    continue
+                on_path.discard(ins.name)
+                done.add(ins.name)
+                order.append(ins)
+        return order
+
     def inline(self, comp: Computation, args: list):
         """Emit comp's instructions here with its parameters bound to `args`; its root value."""
         from axle.ir.text.hlo_ops import RULES
@@ -151,7 +186,7 @@ class Emitter:
                              f"given {len(args)}")
         env: dict = {}
         outer = self.instr
-        for ins in comp.instrs:
+        for ins in self.ordered(comp):
             self.instr = ins
             if ins.name in env:
                 raise self.error(f"'%{ins.name}' is defined twice in computation '{comp.name}'")
