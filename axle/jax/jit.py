@@ -76,6 +76,8 @@ def _leaf_signature(x):
         return (x.shape, x.dtype, x.weak_type)
     if isinstance(x, np.generic):
         return ((), x.dtype, False)
+    if isinstance(x, jax.ShapeDtypeStruct):  # lower(...) with abstract arguments
+        return (tuple(x.shape), np.dtype(x.dtype), bool(getattr(x, "weak_type", False)))
     a = np.asarray(x)
     return (a.shape, a.dtype, False)
 

@@ -152,6 +152,9 @@ def test_lower_as_text_and_compile():
     assert ours.compiles == 1  # the call found the entry compile() made
     with pytest.raises(TypeError, match="another signature"):
         compiled(np.ones((2, 4), np.float32), y)
+    # lowering with abstract arguments gives the entry that concrete ones then use
+    abstract = axle.jax.jit(f).lower(jax.ShapeDtypeStruct((3, 4), np.float32), jax.ShapeDtypeStruct((4, 2), np.float32))
+    assert float(abstract.compile()(x, y)) == 24.0
 
 
 def test_decorator_and_interpreter_backend():
