@@ -218,19 +218,15 @@ class Jitted:
                 x if type(x) is np.ndarray and x.dtype == dt else np.asarray(x, dt)
                 for x, dt in zip(leaves, entry.in_dtypes)]
         outs = entry.executable.execute(flat)
-        if entry.donated and not entry.donate_hint:
-            for i in entry.donated:
-                if isinstance(leaves[i], jax.Array):
-                    leaves[i].delete()
-        elif entry.donated:
-            # the runtime took the hint and may have written a result into a donated input's
-            # memory: that memory was handed over as a numpy view, which holds its own
-            # reference to the jax buffer, so deleting the jax array does not free it while
-            # the result still uses it
-            for i in entry.donated:
-                x = leaves[i]
-                if isinstance(x, jax.Array) and not x.is_deleted():
-                    x.delete()
+        # donation as jax.jit does it: the donated jax arrays are deleted. When the runtime took
+        # the hint it may have written a result into a donated input's memory; that memory was
+        # handed over as a numpy view, which holds its own reference to the jax buffer, so the
+        # delete does not free it while the result uses it (and the runtime may have deleted
+        # the array already)
+        for i in entry.donated:
+            x = leaves[i]
+            if isinstance(x, jax.Array) and not x.is_deleted():
+                x.delete()
         put = _PUT[0] if _PUT else _device_put()
         return _unflatten(entry.out_tree, [put(o, a) for o, a in zip(outs, entry.out_avals)])
 
