@@ -189,9 +189,7 @@ _def("interpreter.probe", 1, 1, traits=(SIDE_EFFECT,), format="same_or_functiona
      keywords=[("probe_id", "probe_id", "string")])
 _def("interpreter.print", 1, 0, traits=(SIDE_EFFECT,), format="check")
 
-ALIASES = {"return": "func.return", "call": "func.call", "func": "func.func",
-           # torch-mlir and other exporters write tensor constants with arith; same form and meaning
-           "arith.constant": "stablehlo.constant"}
+ALIASES = {"return": "func.return", "call": "func.call", "func": "func.func"}
 
 
 def lookup(name: str) -> Optional[OpDef]:
@@ -202,3 +200,7 @@ def lookup(name: str) -> Optional[OpDef]:
 
 def is_known(name: str) -> bool:
     return lookup(name) is not None
+
+
+# torch-mlir and other exporters write tensor constants with arith: same form and meaning
+ALIASES["arith.constant"] = "stablehlo.constant"
