@@ -225,7 +225,8 @@ class CpuExecutable:
             return _profiler.ACTIVE.execute(self, args)
         if self._static is not None and self._fast_ok(args):
             return self._static.run(args)
-        args = [np.ascontiguousarray(a) for a in check_arguments(self.function, list(args))]
+        # np.asarray(order="C") keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-d)
+        args = [np.asarray(a, order="C") for a in check_arguments(self.function, list(args))]
         return self._native(tuple(a.shape for a in args)).run(args)
 
     def __call__(self, *args):
