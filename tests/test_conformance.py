@@ -74,11 +74,12 @@ def test_cpu_backend_passes_every_case_natively():
 
 
 # what may run in Python through a host callback: collectives between simulated devices,
-# the interpreter's probes and prints, infeed/outfeed, and FFT (pocketfft)
+# the interpreter's probes and prints, infeed/outfeed, replica and partition ids, and FFT (pocketfft)
 HOST_CALLBACK_OPS = {
     "stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.all_to_all", "stablehlo.collective_broadcast",
     "stablehlo.collective_permute", "stablehlo.collective_reduce", "stablehlo.reduce_scatter",
     "stablehlo.send", "stablehlo.recv", "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.fft",
+    "stablehlo.replica_id", "stablehlo.partition_id",  # (they read the simulated device in Python)
     "interpreter.probe", "interpreter.print", "check.expect_serialized_eq",
 }
 

@@ -7,8 +7,8 @@ import jax.scipy.linalg  # noqa: F401
 import numpy as np
 from jax import lax
 
-from registry import (MISSING_APPROX_TOPK, MISSING_CONST_OPERAND, MISSING_LAPACK, MISSING_SHARDY,
-                      bf16, f16, f32, family, i32, program, u8, Arg)
+from registry import (MISSING_APPROX_TOPK, MISSING_CONST_OPERAND, MISSING_LAPACK, MISSING_SHAPE_ASSERTION,
+                      MISSING_SHARDY, bf16, f16, f32, family, i32, program, u8, Arg)
 
 family("models")
 
@@ -229,6 +229,16 @@ def _(img):
 @program("approx_max_k", f32(4, 64), core=True, xfail=MISSING_APPROX_TOPK)
 def _(x):
     return lax.approx_max_k(x, 5)
+
+
+@program("export_symbolic_batch", f32(5, 4), poly="(b, 4)", xfail=MISSING_SHAPE_ASSERTION)
+def _(x):
+    return jnp.sin(x) * x.shape[0] + x.sum(axis=0)
+
+
+@program("export_symbolic_matmul", f32(3, 6), f32(6, 2), poly=["(b, k)", "(k, 2)"], xfail=MISSING_SHAPE_ASSERTION)
+def _(a, b):
+    return jax.nn.relu(a @ b)
 
 
 family("sharding")

@@ -9,7 +9,7 @@ as soon as the feature lands (strict xfail), and the mark can be removed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -98,7 +98,7 @@ class Program:
     core: bool = False
     xfail: Optional[str] = None
     rtol: Optional[float] = None  # None: by the result's dtype (harness.TOLERANCES)
-    static: dict = field(default_factory=dict)
+    poly: object = None  # exported with these symbolic shapes (jax.export): "(b, 4)", or one per argument
 
     def inputs(self, seed: int = 0) -> list:
         rng = np.random.default_rng(seed)
@@ -115,11 +115,11 @@ def family(name: str) -> None:
 
 
 def program(name: str, *args: Arg, core: bool = False, xfail: Optional[str] = None,
-            rtol: Optional[float] = None):
+            rtol: Optional[float] = None, poly=None):
     def deco(fn):
         if name in PROGRAMS:
             raise ValueError(f"program {name} registered twice")
-        PROGRAMS[name] = Program(name, fn, list(args), _FAMILY[0], core, xfail, rtol)
+        PROGRAMS[name] = Program(name, fn, list(args), _FAMILY[0], core, xfail, rtol, poly)
         return fn
     return deco
 
