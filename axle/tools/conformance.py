@@ -5,7 +5,14 @@ Each .mlir file, or each `// -----` part of it, is one case. A case with check o
 arguments is a *run* case: it passes when its entry functions run and every check
 holds. A case whose @main takes arguments and has no check ops (all of
 testdata/dynamic/) is a *verify* case: it passes when it parses, verifies and
-round-trips through the printer (and, for a compiling backend, compiles).
+round-trips through the printer. On the CPU backend it is a *dynamic* case as well: it is
+compiled at concrete sizes and its results on random inputs are compared with the
+interpreter's (conformance_cpu.run_dynamic_case).
+
+On the CPU backend the inputs of run cases are lifted into run-time arguments
+(lifting.py), and each passed case says whether it ran native code end to end, went
+through host callbacks (which ops), or was answered at compile time (conformance_cpu.py;
+a case the constant folder answers is compiled again without it).
 
 Cases run in worker processes (--jobs); one past --timeout counts as failed. A case that
 StableHLO itself marks `RUN-DISABLED(reason)` is still run: if it passes it counts as

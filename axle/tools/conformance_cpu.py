@@ -7,9 +7,12 @@ says for each case one of:
   arguments (the case's inputs, lifted out of the program by lifting.py);
 * "host-callback": as native, but some ops ran in Python through host callbacks (FFT,
   collectives, infeed/outfeed, probes); their names are kept;
-* "compile-time": some checked value reads no argument at all in the compiled module: the
-  passes computed it before the backend ran (constant folding), or the program returns a
-  value that is the same for every input. Such a case says nothing about the backend.
+* "compile-time": some checked value reads no argument in the compiled module and is a
+  constant there (or a broadcast, reshape or conversion of one), although it was not one
+  in the program: the passes computed it before the backend ran (constant folding). Such
+  a case says nothing about the backend. (A value that is a constant in the program
+  itself, `zeros_like(x)`, is written by the backend and counts as its work; sizes JAX
+  computes from `get_dimension_size` are shapes, not data.)
 
 The dynamic-shape suite (testdata/dynamic, JAX exports with shape polymorphism) has no
 checks and no inputs: `run_dynamic_case` draws concrete sizes for its dimension
