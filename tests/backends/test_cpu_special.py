@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import axle
-from axle.backends.cpu import Unsupported
 from axle.interpreter.evaluator import run_function
 from axle.ir import parse_module
 
