@@ -119,6 +119,7 @@ class Program:
     profile_offset: Optional[int] = None  # profile=True: arena offset of the kernel timestamps
     aliases: dict = field(default_factory=dict)  # result k -> argument j whose memory it is written into
     alias_rejections: list = field(default_factory=list)  # why requested aliases were not used (aliasing.py)
+    host_ops: list = field(default_factory=list)  # ops computed in Python through host callbacks
 
     def buffer_report(self, top: int = 5) -> str:
         """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
@@ -267,6 +268,7 @@ class Context:
         self.kernels: list = []
         self.cacheable = True  # set False by kernels that bake process addresses into the code
         self.host_callbacks = False
+        self.host_ops: list = []  # names of the ops computed by host callbacks (conformance counts them)
         self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
         self.timer = None  # profile=True: a profiling.KernelTimer stamping each top-level kernel
         self.row_fusions: dict = {}  # id(host op) -> (outer rank, reductions, index maps): row_fusion.py
@@ -1062,7 +1064,8 @@ def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) 
     profile_offset = ctx.timer.finish() if ctx.timer is not None else None
     return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
                    ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset,
-                   ctx.aliases, ctx.alias_rejections)
+                   ctx.aliases, ctx.alias_rejections,
+                   sorted(set(ctx.host_ops)))
 
 
 PYARRAY_DATA_OFFSET = 16  # offsetof(PyArrayObject, data): after the object header (refcount, type)

@@ -290,7 +290,8 @@ class CpuExecutable:
         if self._static is not None and not self._static._alias and self._fast_ok(args):
             return self._static.run(args)
         from axle.interpreter.evaluator import check_arguments  # (lazy: the interpreter imports SciPy)
-        args = [np.ascontiguousarray(a) for a in check_arguments(self.function, list(args))]
+        # np.asarray(order="C") keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-d)
+        args = [np.asarray(a, order="C") for a in check_arguments(self.function, list(args))]
         prog = self._native(tuple(a.shape for a in args))
         if prog._alias:
             args = _own_donated(args, prog._alias, donate)

@@ -104,6 +104,7 @@ def emit_collective(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the op key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.name)
     with _LOCK:
         key = len(_OPS)
         _OPS[key] = op
