@@ -196,17 +196,17 @@ W_CLOSED = np.random.default_rng(5).standard_normal((16, 8)).astype(np.float32)
 K_CLOSED = np.random.default_rng(6).standard_normal((3, 3, 2, 4)).astype(np.float32)
 
 
-@program("closed_over_weights_matmul", f32(4, 16), xfail=MISSING_CONST_OPERAND)
+@program("closed_over_weights_matmul", f32(4, 16))
 def _(x):
     return jnp.tanh(x @ W_CLOSED)
 
 
-@program("closed_over_kernel_conv", f32(1, 6, 6, 2), xfail=MISSING_CONST_OPERAND)
+@program("closed_over_kernel_conv", f32(1, 6, 6, 2))
 def _(x):
     return lax.conv_general_dilated(x, K_CLOSED, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
-@program("eye_matmul", f32(7, 16), core=True, xfail=MISSING_CONST_OPERAND)
+@program("eye_matmul", f32(7, 16), core=True)
 def _(a):
     return a @ jnp.eye(16)
 
@@ -216,7 +216,7 @@ def _(x):
     return x + W_CLOSED[:4, :8] * 2.0
 
 
-@program("image_resize_bilinear", f32(1, 8, 8, 3), xfail=MISSING_CONST_OPERAND)
+@program("image_resize_bilinear", f32(1, 8, 8, 3))
 def _(img):
     return jax.image.resize(img, (1, 16, 12, 3), "bilinear")
 
@@ -226,17 +226,17 @@ def _(img):
     return jax.image.resize(img, (1, 4, 16, 3), "nearest")
 
 
-@program("approx_max_k", f32(4, 64), core=True, xfail=MISSING_APPROX_TOPK)
+@program("approx_max_k", f32(4, 64), core=True)
 def _(x):
     return lax.approx_max_k(x, 5)
 
 
-@program("export_symbolic_batch", f32(5, 4), poly="(b, 4)", xfail=MISSING_SHAPE_ASSERTION)
+@program("export_symbolic_batch", f32(5, 4), poly="(b, 4)")
 def _(x):
     return jnp.sin(x) * x.shape[0] + x.sum(axis=0)
 
 
-@program("export_symbolic_matmul", f32(3, 6), f32(6, 2), poly=["(b, k)", "(k, 2)"], xfail=MISSING_SHAPE_ASSERTION)
+@program("export_symbolic_matmul", f32(3, 6), f32(6, 2), poly=["(b, k)", "(k, 2)"])
 def _(a, b):
     return jax.nn.relu(a @ b)
 
@@ -249,14 +249,14 @@ def _mesh():
     return Mesh(np.array(jax.devices()[:1]), ("x",))
 
 
-@program("sharding_constraint", f32(8, 8), core=True, xfail=MISSING_SHARDY)
+@program("sharding_constraint", f32(8, 8), core=True)
 def _(x):
     from jax.sharding import NamedSharding, PartitionSpec
     y = jax.lax.with_sharding_constraint(x * 2, NamedSharding(_mesh(), PartitionSpec("x")))
     return y + 1
 
 
-@program("sharding_constraint_replicated", f32(8, 8), f32(8, 8), xfail=MISSING_SHARDY)
+@program("sharding_constraint_replicated", f32(8, 8), f32(8, 8))
 def _(a, b):
     from jax.sharding import NamedSharding, PartitionSpec
     return jax.lax.with_sharding_constraint(a @ b, NamedSharding(_mesh(), PartitionSpec()))
