@@ -99,7 +99,7 @@ def _operand_layout(t: TensorType, ct: str, dims: tuple):
 
 def emit_packed_dot(ctx, op: Operation, plan: dict) -> None:
     from axle.backends.cpu import blas
-    from axle.backends.cpu.parallel import PARALLEL_MIN_WORK, enabled, split_loop, split_ranges, thread_count
+    from axle.backends.cpu.parallel import split_loop, split_ranges
     from axle.backends.cpu.scalar_ops import convert
     em = ctx.em
     ct = element_type(plan["ct"])
@@ -155,11 +155,8 @@ def emit_packed_dot(ctx, op: Operation, plan: dict) -> None:
             return b.mul(bi, ir.Constant(I64, elems * itemsize))
         blas.call_gemm(ctx, p, ct, m, n, k, lhs_ptr(), rhs_ptr(), out_ptr(), off(m * k), off(k * n), off(m * n),
                        lhs_t, rhs_t)
-    threads = thread_count()
     if batch == 1:
-        many = ctx.in_kernel_function and enabled() and threads > 1 and m * n * k // 8 >= PARALLEL_MIN_WORK
-        blas.call_gemm(ctx, p, ct, m, n, k, lhs_ptr(), rhs_ptr(), out_ptr(), None, None, None, lhs_t, rhs_t,
-                       threads=threads if many else 1)
+        blas.gemm_on_pool(ctx, p, ct, m, n, k, lhs_ptr, rhs_ptr, out_ptr, lhs_t, rhs_t)
     else:
         split_ranges(ctx, batch, batch * m * n * k // 256, lambda lo, hi: em.for_range_dynamic(lo, hi, one))
     if not direct:
