@@ -63,6 +63,11 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     if conv is not None:
         _pool_convolution_rows(ctx, op, conv, body, window_size)
         return
+    from axle.backends.cpu.kernels_cumulative import emit_scan, scan_plan
+    scan = scan_plan(op)
+    if scan is not None:  # cumsum, cummax, ...: a prefix scan, O(n) instead of O(n^2)
+        emit_scan(ctx, op, *scan)
+        return
     split_loop(ctx, shape, outer_dim(shape), body, window_size)
 
 
