@@ -112,7 +112,12 @@ def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, w
 @kernel("stablehlo.sort", check=_check_reduce)  # the comparator must be scalar code too
 def sort(ctx: Context, op: Operation) -> None:
     """Stable insertion sort of every 1-D slice along `dimension`, moving all operands
-    together; the comparator region runs inline on (lhs0, rhs0, lhs1, rhs1, ...)."""
+    together; the comparator region runs inline on (lhs0, rhs0, lhs1, rhs1, ...). Used for
+    short slices; longer ones are merge-sorted, top-k reads partially selected
+    (kernels_sort.py)."""
+    from axle.backends.cpu.kernels_sort import emit_sort
+    if emit_sort(ctx, op):
+        return
     em, b = ctx.em, ctx.b
     t = _ty(op.results[0])
     dim = op.attr("dimension", -1)
