@@ -124,13 +124,14 @@ def _gemm_function(ctx, p: str):
 
 def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
               out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, threads: int = 1,
-              n_count=None) -> None:
+              n_count=None, ldc: int = 0) -> None:
     """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional);
     lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` (an i64
     value) computes only that many rows, starting at the offsets (a partial tile).
     `threads`: how many threads this call may use (OpenBLAS's own). `n_count` (an i64
     value) computes only that many columns (a block of columns; the leading dimensions stay
-    those of the whole [m, n] / [k, n] matrices)."""
+    those of the whole [m, n] / [k, n] matrices). `ldc`: the output's row length when it is
+    not n (a block of columns of a wider matrix)."""
     em, b = ctx.em, ctx.b
     p8 = ir.IntType(8).as_pointer()
 
@@ -147,7 +148,7 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
             ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
         b.call(setter, [ir.Constant(I32, threads)])
-    dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
+    dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k, ldc or n}}
     rows = dims[m] if m_count is None else slot(I32, b.trunc(m_count, I32))
     cols = dims[n] if n_count is None else slot(I32, b.trunc(n_count, I32))
     alpha = b.bitcast(slot(S.reg_type(et), S.constant(et, 1)), p8)
@@ -160,7 +161,7 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
     b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), cols, rows, dims[k], alpha,
                                     at(rhs, rhs_offset), dims[k] if rhs_t else dims[n],
                                     at(lhs, lhs_offset), dims[m] if lhs_t else dims[k],
-                                    beta, at(out, out_offset), dims[n]])
+                                    beta, at(out, out_offset), dims[ldc or n]])
 
 
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
