@@ -14,7 +14,10 @@ Cg = output features / G:
 * the output's non-feature dimensions, in the output's memory order, are the GEMM's rows;
   tiles of T rows gather their windows into a patch matrix P[T, K] (zero where the window
   falls in padding or between lhs-dilated elements), the batch index offset by g's batch
-  block and the feature index by g's feature block;
+  block and the feature index by g's feature block; stored transposed, [K, T], when the
+  rows step through the input in smaller strides than the window's features (a filter
+  gradient: the contraction runs over the input's batch dimension), so that the gather
+  reads memory in order;
 * out[T, Cg] = P @ W_g, written in place (the output feature dimension is innermost:
   columns g Cg .. of rows of length F) or through a tile of scratch and a scatter.
 Tiles are shared across the pool's threads, each with its own patch (and output) scratch.
@@ -33,6 +36,7 @@ from axle.ir.core import Operation
 from axle.ir.types import TensorType
 
 PATCH_BYTES = 256 * 1024  # target size of one tile of patches (stays in L2)
+MIN_TILE = 64  # fewest rows of a tile
 
 
 def general_plan(op: Operation) -> Optional[dict]:
@@ -129,7 +133,9 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
         def weights():
             return ctx.resolve(wref)
 
-    tile = max(1, min(rows, PATCH_BYTES // (kdim * itemsize)))
+    # at least MIN_TILE rows: a long window (a filter gradient's K is batch x image) would
+    # otherwise leave skinny GEMMs of a few rows
+    tile = max(1, min(rows, max(MIN_TILE, PATCH_BYTES // (kdim * itemsize))))
     n_tiles = (rows + tile - 1) // tile
     slots = max_threads() if n_tiles * groups > 1 else 1
     token = object()
@@ -138,33 +144,61 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     scratch = ctx.temp_ref(TensorType((slots, slot_elems), et), token)
     zero = S.constant(et, 0)
 
+    # which way to gather: patches [T, K] (K innermost) when the input's feature dimension is
+    # the smaller stride (NHWC), else transposed [K, T] (rows innermost): a filter gradient
+    # contracts over the input's batch dimension, whose stride is a whole image, while its
+    # rows step along the input's features
+    lstr = [1] * lt.rank
+    for d in range(lt.rank - 2, -1, -1):
+        lstr[d] = lstr[d + 1] * lt.shape[d + 1]
+    inner_row = row_dims[-1]
+    row_stride = lstr[ib] if inner_row == ob else lstr[isp[osp.index(inner_row)]] * strides[osp.index(inner_row)]
+    transposed = lstr[if_] > row_stride
+
+    def element(g, ridx, kidx):
+        """(ok, value) of patch element (row, column): the input under the window or 0."""
+        b = em.b
+        at = dict(zip(row_dims, ridx))
+        batch = b.add(b.mul(g, c64(out_batch)), at[ob]) if bgc > 1 else at[ob]
+        ks, c = kidx[:nsp], kidx[nsp]
+        ok = ir.Constant(I1, 1)
+        lidx = [None] * lt.rank
+        lidx[ib] = batch
+        lidx[if_] = b.add(b.mul(g, c64(cin)), c) if fgc > 1 else c
+        for i in range(nsp):
+            q = b.sub(b.add(b.mul(at[osp[i]], c64(strides[i])), b.mul(ks[i], c64(rdil[i]))), c64(pad_lo[i]))
+            nonneg = b.icmp_signed(">=", q, c64(0))
+            ok = b.and_(ok, nonneg)
+            if ldil[i] != 1:  # between dilated elements: a hole
+                q = b.select(nonneg, q, c64(0))
+                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(q, c64(ldil[i])), c64(0)))
+                q = b.udiv(q, c64(ldil[i]))
+            ok = b.and_(ok, b.icmp_signed("<", q, c64(lt.shape[isp[i]])))
+            lidx[isp[i]] = b.select(ok, q, c64(0))  # always a valid address
+        x = S.load(b, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape)), et)
+        return b.select(ok, x, zero)
+
     def fill(patches, g, row0, nrows):
+        if transposed:
+            def col_body(kidx):
+                col = em.linear(list(kidx), ksizes + [cin])
+
+                def row_body(ri):
+                    b = em.b
+                    x = element(g, em.delinear(b.add(row0, ri), row_shape), kidx)
+                    S.store(em.b, x, em.element_ptr(patches, et, em.b.add(em.b.mul(col, c64(tile)), ri)), et)
+                em.for_range_dynamic(c64(0), nrows, row_body)
+            em.loop_nest(ksizes + [cin], col_body)
+            return
+
         def row_body(ri):
             b = em.b
             ridx = em.delinear(b.add(row0, ri), row_shape)
-            at = dict(zip(row_dims, ridx))
-            batch = b.add(b.mul(g, c64(out_batch)), at[ob]) if bgc > 1 else at[ob]
 
             def col_body(kidx):
                 b = em.b
-                ks, c = kidx[:nsp], kidx[nsp]
-                ok = ir.Constant(I1, 1)
-                lidx = [None] * lt.rank
-                lidx[ib] = batch
-                lidx[if_] = b.add(b.mul(g, c64(cin)), c) if fgc > 1 else c
-                for i in range(nsp):
-                    q = b.sub(b.add(b.mul(at[osp[i]], c64(strides[i])), b.mul(ks[i], c64(rdil[i]))), c64(pad_lo[i]))
-                    nonneg = b.icmp_signed(">=", q, c64(0))
-                    ok = b.and_(ok, nonneg)
-                    if ldil[i] != 1:  # between dilated elements: a hole
-                        q = b.select(nonneg, q, c64(0))
-                        ok = b.and_(ok, b.icmp_unsigned("==", b.urem(q, c64(ldil[i])), c64(0)))
-                        q = b.udiv(q, c64(ldil[i]))
-                    ok = b.and_(ok, b.icmp_signed("<", q, c64(lt.shape[isp[i]])))
-                    lidx[isp[i]] = b.select(ok, q, c64(0))  # always a valid address
-                x = S.load(b, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape)), et)
-                col = em.linear(list(ks) + [c], ksizes + [cin])
-                S.store(b, b.select(ok, x, zero), em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col)), et)
+                col = em.linear(list(kidx), ksizes + [cin])
+                S.store(b, element(g, ridx, kidx), em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col)), et)
             em.loop_nest(ksizes + [cin], col_body)
         em.for_range_dynamic(c64(0), nrows, row_body)
 
@@ -203,10 +237,10 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
             if direct_out:
                 out_off = b.mul(b.add(b.mul(row0, c64(groups * cg)), b.mul(g, c64(cg))), c64(itemsize))
                 blas.call_gemm(ctx, p, et, m=tile, n=cg, k=kdim, lhs=patches, rhs=weights(), out=ctx.buffer(res),
-                               rhs_offset=w_off, out_offset=out_off, m_count=nrows, ldc=groups * cg)
+                               rhs_offset=w_off, out_offset=out_off, m_count=nrows, ldc=groups * cg, lhs_t=transposed)
             else:
                 blas.call_gemm(ctx, p, et, m=tile, n=cg, k=kdim, lhs=patches, rhs=weights(), out=tmp,
-                               rhs_offset=w_off, m_count=nrows)
+                               rhs_offset=w_off, m_count=nrows, lhs_t=transposed)
                 scatter(tmp, g, row0, nrows)
         em.for_range_dynamic(lo, hi, one)
     split_ranges(ctx, n_tiles * groups, rows * kdim * cg * groups // 8, tiles, max_threads=slots)
