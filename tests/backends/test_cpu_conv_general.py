@@ -77,3 +77,20 @@ def test_one_and_three_spatial_dimensions():
            _r(4, 6, 5, seed=9))
     _check(lambda x, w: _conv(x, w, (1, 2, 1), "SAME", dn=("NCDHW", "OIDHW", "NCDHW")), _r(1, 3, 5, 6, 4),
            _r(4, 3, 2, 3, 2, seed=10))
+
+
+@pytest.mark.parametrize("case", [
+    # (input, kernel, lhs dilation, padding, rhs dilation)
+    ((2, 7, 6, 3), (3, 3, 3, 5), (2, 2), [(2, 1), (1, 2)], (1, 1)),
+    ((1, 5, 9, 4), (4, 2, 4, 3), (3, 2), [(3, 3), (0, 1)], (1, 2)),
+    ((2, 6, 6, 3), (1, 1, 3, 4), (2, 3), [(0, 1), (2, 0)], (1, 1)),  # phases with no tap: zeros
+    ((1, 4, 4, 2), (3, 3, 2, 2), (4, 4), [(2, 2), (2, 2)], (2, 1)),
+])
+def test_lhs_dilated_convolutions_by_phase(case):
+    """Stride-1 convolutions with lhs dilation run one dense convolution per output phase
+    (only the window taps that meet input elements): same results as the definition."""
+    xs, ws, ld, pads, rd = case
+    _check(lambda x, w: _conv(x, w, (1, 1), pads, lhs_dil=ld, rhs_dil=rd), _r(*xs), _r(*ws, seed=11))
+    _check(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), pads, lhs_dilation=ld, rhs_dilation=rd,
+                                                     dimension_numbers=("NCHW", "OIHW", "NCHW")),
+           _r(xs[0], xs[3], xs[1], xs[2]), _r(ws[3], ws[2], ws[0], ws[1], seed=12))

@@ -75,6 +75,35 @@ def general_plan(op: Operation) -> Optional[dict]:
     return dict(p=blas.PREFIX[key], groups=groups, cg=cg, kdim=kdim, rows=rows)
 
 
+def _phases(ot_sp, ksizes, strides, pad_lo, ldil, rdil):
+    """The phases of the output to compute separately, each a list over spatial dimensions
+    of (first output, output step, count, first tap, tap step, taps, q_t, q_0, q_step, hole):
+    output positions o = first + step t (t < count), window taps k = first tap + tap step j
+    (j < taps), input position (q_t t + q_0 + q_step j) / hole (valid only when it divides).
+    With lhs dilation s and stride 1 (transposed convolutions, input gradients of strided
+    ones), the outputs o = phase (mod s) see only the taps k with o + k rd - pad = 0 (mod
+    s): one phase per residue, each a dense convolution with its own taps (no products
+    with the holes). Otherwise one phase: every output, every tap, holes checked."""
+    import itertools
+    nsp = len(ksizes)
+    if all(d == 1 for d in ldil) or any(s != 1 for s in strides):
+        return [[(0, 1, ot_sp[i], 0, 1, ksizes[i], strides[i], -pad_lo[i], rdil[i], ldil[i]) for i in range(nsp)]]
+    out = []
+    for phase in itertools.product(*[range(min(ldil[i], ot_sp[i])) for i in range(nsp)]):
+        dims = []
+        for i in range(nsp):
+            s, f = ldil[i], phase[i]
+            count = (ot_sp[i] - f + s - 1) // s
+            ks = [k for k in range(ksizes[i]) if (f + k * rdil[i] - pad_lo[i]) % s == 0]
+            k0 = ks[0] if ks else 0
+            kstep = ks[1] - ks[0] if len(ks) > 1 else 1
+            assert ks == list(range(k0, k0 + kstep * len(ks), kstep))
+            q0 = (f + k0 * rdil[i] - pad_lo[i]) // s
+            dims.append((f, s, count, k0, kstep, len(ks), 1, q0, kstep * rdil[i] // s, 1))
+        out.append(dims)
+    return out
+
+
 def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     from axle.backends.cpu import blas
     from axle.backends.cpu.parallel import max_threads, split_ranges
@@ -99,50 +128,16 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     rev = op.attr("window_reversal") or [False] * nsp
     fgc = op.attr("feature_group_count", 1)
     bgc = op.attr("batch_group_count", 1)
-    groups, cg, kdim, rows, p = plan["groups"], plan["cg"], plan["kdim"], plan["rows"], plan["p"]
+    groups, cg, p = plan["groups"], plan["cg"], plan["p"]
     cin = kt.shape[ki]
     ksizes = [kt.shape[d] for d in ksp]
     out_batch = ot.shape[ob]
     row_dims = [d for d in range(ot.rank) if d != of]  # the GEMM's rows: in the output's memory order
-    row_shape = [ot.shape[d] for d in row_dims]
-    direct_out = of == ot.rank - 1
-    tokens = []
-
-    # weights: W[g, (k_spatial..., c), j] = rhs[k_spatial (reversed), c, g cg + j]
-    in_place_w = groups == 1 and not any(rev) and list(range(kt.rank)) == ksp + [ki, ko]
-    if in_place_w:
-        def weights():
-            return ctx.buffer(rhs)
-    else:
-        token = object()
-        tokens.append(token)
-        wref = ctx.temp_ref(TensorType((groups, kdim, cg), et), token)
-
-        def pack(idx):
-            g, kidx, j = idx[0], idx[1:1 + nsp + 1], idx[-1]
-            b = em.b
-            full = [None] * kt.rank
-            for i in range(nsp):
-                full[ksp[i]] = b.sub(c64(ksizes[i] - 1), kidx[i]) if rev[i] else kidx[i]
-            full[ki] = kidx[nsp]
-            full[ko] = b.add(b.mul(g, c64(cg)), j)
-            x = S.load(b, em.element_ptr(ctx.buffer(rhs), et, em.linear(full, kt.shape)), et)
-            S.store(b, x, em.element_ptr(ctx.resolve(wref), et, em.linear(idx, [groups] + ksizes + [cin, cg])), et)
-        em.loop_nest([groups] + ksizes + [cin, cg], pack)
-
-        def weights():
-            return ctx.resolve(wref)
-
-    # at least MIN_TILE rows: a long window (a filter gradient's K is batch x image) would
-    # otherwise leave skinny GEMMs of a few rows
-    tile = max(1, min(rows, max(MIN_TILE, PATCH_BYTES // (kdim * itemsize))))
-    n_tiles = (rows + tile - 1) // tile
-    slots = max_threads() if n_tiles * groups > 1 else 1
-    token = object()
-    tokens.append(token)
-    slot_elems = tile * kdim + (0 if direct_out else tile * cg)
-    scratch = ctx.temp_ref(TensorType((slots, slot_elems), et), token)
+    phases = _phases([ot.shape[d] for d in osp], ksizes, strides, pad_lo, ldil, rdil)
+    single = len(phases) == 1
+    direct_out = single and of == ot.rank - 1
     zero = S.constant(et, 0)
+    tokens = []
 
     # which way to gather: patches [T, K] (K innermost) when the input's feature dimension is
     # the smaller stride (NHWC), else transposed [K, T] (rows innermost): a filter gradient
@@ -155,24 +150,116 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     row_stride = lstr[ib] if inner_row == ob else lstr[isp[osp.index(inner_row)]] * strides[osp.index(inner_row)]
     transposed = lstr[if_] > row_stride
 
+    def phase_shapes(ph):
+        taps = [d[5] for d in ph]
+        kdim = cin
+        for t_ in taps:
+            kdim *= t_
+        row_shape = [ph[osp.index(d)][2] if d in osp else ot.shape[d] for d in row_dims]
+        rows = 1
+        for r_ in row_shape:
+            rows *= r_
+        return taps, kdim, row_shape, rows
+
+    # weights: W[phase][g, (taps..., c), j] = rhs[k (reversed), c, g cg + j], k = first + step tap
+    in_place_w = single and groups == 1 and not any(rev) and list(range(kt.rank)) == ksp + [ki, ko]
+    w_offsets, w_total = [], 0
+    for ph in phases:
+        w_offsets.append(w_total)
+        w_total += groups * phase_shapes(ph)[1] * cg
+    if not in_place_w:
+        token = object()
+        tokens.append(token)
+        wref = ctx.temp_ref(TensorType((max(w_total, 1),), et), token)
+        for ph, w_off in zip(phases, w_offsets):
+            taps, kdim, _, _ = phase_shapes(ph)
+            if kdim == 0:
+                continue
+
+            def pack(idx, ph=ph, taps=taps, w_off=w_off):
+                g, tidx, j = idx[0], idx[1:1 + nsp + 1], idx[-1]
+                b = em.b
+                full = [None] * kt.rank
+                for i in range(nsp):
+                    k = b.add(c64(ph[i][3]), b.mul(tidx[i], c64(ph[i][4])))
+                    full[ksp[i]] = b.sub(c64(ksizes[i] - 1), k) if rev[i] else k
+                full[ki] = tidx[nsp]
+                full[ko] = b.add(b.mul(g, c64(cg)), j)
+                x = S.load(b, em.element_ptr(ctx.buffer(rhs), et, em.linear(full, kt.shape)), et)
+                at = b.add(c64(w_off), em.linear(idx, [groups] + taps + [cin, cg]))
+                S.store(b, x, em.element_ptr(ctx.resolve(wref), et, at), et)
+            em.loop_nest([groups] + taps + [cin, cg], pack)
+
+    def weights():
+        return ctx.buffer(rhs) if in_place_w else ctx.resolve(wref)
+
+    # at least MIN_TILE rows: a long window (a filter gradient's K is batch x image) would
+    # otherwise leave skinny GEMMs of a few rows
+    def tile_of(kdim, rows):
+        return max(1, min(rows, max(MIN_TILE, PATCH_BYTES // (max(kdim, 1) * itemsize))))
+    slot_elems = 1
+    n_work = 0
+    for ph in phases:
+        _, kdim, _, rows = phase_shapes(ph)
+        tile = tile_of(kdim, rows)
+        slot_elems = max(slot_elems, tile * kdim + (0 if direct_out else tile * cg))
+        n_work += (rows + tile - 1) // tile * groups
+    slots = max_threads() if n_work > 1 else 1
+    token = object()
+    tokens.append(token)
+    scratch = ctx.temp_ref(TensorType((slots, slot_elems), et), token)
+
+    for ph, w_off in zip(phases, w_offsets):
+        taps, kdim, row_shape, rows = phase_shapes(ph)
+        if rows == 0:
+            continue
+        _emit_phase(ctx, op, locals_=dict(
+            ph=ph, taps=taps, kdim=kdim, row_shape=row_shape, rows=rows, w_off=w_off, tile=tile_of(kdim, rows),
+            slots=slots, slot_elems=slot_elems, scratch=scratch, weights=weights, transposed=transposed,
+            direct_out=direct_out, zero=zero, row_dims=row_dims, groups=groups, cg=cg, p=p, cin=cin,
+            out_batch=out_batch, fgc=fgc, bgc=bgc, dims=(ib, if_, isp, ob, of, osp), itemsize=itemsize))
+    for t in tokens:
+        ctx.release(t)
+    ctx.mark_library(f"blas.{p}gemm")
+
+
+def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
+    """The GEMMs of one phase (see _phases), tiles shared across the pool."""
+    from axle.backends.cpu import blas
+    from axle.backends.cpu.parallel import split_ranges
+    em = ctx.em
+    c64 = em.const_i64
+    L = locals_
+    ph, taps, kdim, row_shape, rows, tile = L["ph"], L["taps"], L["kdim"], L["row_shape"], L["rows"], L["tile"]
+    groups, cg, cin, zero, transposed = L["groups"], L["cg"], L["cin"], L["zero"], L["transposed"]
+    ib, if_, isp, ob, of, osp = L["dims"]
+    row_dims, itemsize, slot_elems = L["row_dims"], L["itemsize"], L["slot_elems"]
+    lhs, res = op.operands[0], op.results[0]
+    lt, ot = _ty(lhs), _ty(res)
+    et = ot.element_type
+    nsp = len(isp)
+    n_tiles = (rows + tile - 1) // tile
+    direct_out = L["direct_out"]
+
     def element(g, ridx, kidx):
-        """(ok, value) of patch element (row, column): the input under the window or 0."""
+        """The patch element (row, column): the input under the window, or 0."""
         b = em.b
         at = dict(zip(row_dims, ridx))
-        batch = b.add(b.mul(g, c64(out_batch)), at[ob]) if bgc > 1 else at[ob]
-        ks, c = kidx[:nsp], kidx[nsp]
+        batch = b.add(b.mul(g, c64(L["out_batch"])), at[ob]) if L["bgc"] > 1 else at[ob]
+        js, c = kidx[:nsp], kidx[nsp]
         ok = ir.Constant(I1, 1)
         lidx = [None] * lt.rank
         lidx[ib] = batch
-        lidx[if_] = b.add(b.mul(g, c64(cin)), c) if fgc > 1 else c
+        lidx[if_] = b.add(b.mul(g, c64(cin)), c) if L["fgc"] > 1 else c
         for i in range(nsp):
-            q = b.sub(b.add(b.mul(at[osp[i]], c64(strides[i])), b.mul(ks[i], c64(rdil[i]))), c64(pad_lo[i]))
+            _, _, _, _, _, _, q_t, q_0, q_step, hole = ph[i]
+            q = b.add(b.add(b.mul(at[osp[i]], c64(q_t)), b.mul(js[i], c64(q_step))), c64(q_0))
             nonneg = b.icmp_signed(">=", q, c64(0))
             ok = b.and_(ok, nonneg)
-            if ldil[i] != 1:  # between dilated elements: a hole
+            if hole != 1:  # between dilated elements: a hole
                 q = b.select(nonneg, q, c64(0))
-                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(q, c64(ldil[i])), c64(0)))
-                q = b.udiv(q, c64(ldil[i]))
+                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(q, c64(hole)), c64(0)))
+                q = b.udiv(q, c64(hole))
             ok = b.and_(ok, b.icmp_signed("<", q, c64(lt.shape[isp[i]])))
             lidx[isp[i]] = b.select(ok, q, c64(0))  # always a valid address
         x = S.load(b, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape)), et)
@@ -181,14 +268,14 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     def fill(patches, g, row0, nrows):
         if transposed:
             def col_body(kidx):
-                col = em.linear(list(kidx), ksizes + [cin])
+                col = em.linear(list(kidx), taps + [cin])
 
                 def row_body(ri):
                     b = em.b
                     x = element(g, em.delinear(b.add(row0, ri), row_shape), kidx)
                     S.store(em.b, x, em.element_ptr(patches, et, em.b.add(em.b.mul(col, c64(tile)), ri)), et)
                 em.for_range_dynamic(c64(0), nrows, row_body)
-            em.loop_nest(ksizes + [cin], col_body)
+            em.loop_nest(taps + [cin], col_body)
             return
 
         def row_body(ri):
@@ -197,12 +284,13 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
 
             def col_body(kidx):
                 b = em.b
-                col = em.linear(list(kidx), ksizes + [cin])
+                col = em.linear(list(kidx), taps + [cin])
                 S.store(b, element(g, ridx, kidx), em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col)), et)
-            em.loop_nest(ksizes + [cin], col_body)
+            em.loop_nest(taps + [cin], col_body)
         em.for_range_dynamic(c64(0), nrows, row_body)
 
     def scatter(tmp, g, row0, nrows):
+        """Rows of the tile (or zeros when tmp is None: a phase without taps) into the output."""
         def row_body(ri):
             b = em.b
             ridx = em.delinear(b.add(row0, ri), row_shape)
@@ -211,16 +299,16 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
                 b = em.b
                 full = [None] * ot.rank
                 for d, i in zip(row_dims, ridx):
-                    full[d] = i
+                    full[d] = b.add(c64(ph[osp.index(d)][0]), b.mul(i, c64(ph[osp.index(d)][1]))) if d in osp else i
                 full[of] = b.add(b.mul(g, c64(cg)), j)
-                x = S.load(b, em.element_ptr(tmp, et, b.add(b.mul(ri, c64(cg)), j)), et)
+                x = zero if tmp is None else S.load(b, em.element_ptr(tmp, et, b.add(b.mul(ri, c64(cg)), j)), et)
                 S.store(b, x, em.element_ptr(ctx.buffer(res), et, em.linear(full, ot.shape)), et)
             em.for_range_dynamic(c64(0), c64(cg), col)
         em.for_range_dynamic(c64(0), nrows, row_body)
 
     def tiles(lo, hi, tid):
         b = ctx.b
-        mine = b.gep(b.bitcast(ctx.resolve(scratch), S.mem_type(et).as_pointer()),
+        mine = b.gep(b.bitcast(ctx.resolve(L["scratch"]), S.mem_type(et).as_pointer()),
                      [b.mul(tid, c64(slot_elems))], inbounds=True)
         patches = mine
         tmp = None if direct_out else b.gep(mine, [c64(tile * kdim)], inbounds=True)
@@ -231,19 +319,21 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
             row0 = b.mul(b.urem(t, c64(n_tiles)), c64(tile))
             left = b.sub(c64(rows), row0)
             nrows = b.select(b.icmp_unsigned("<", left, c64(tile)), left, c64(tile))
+            if kdim == 0:  # no tap of the window meets an input element here
+                scatter(None, g, row0, nrows)
+                return
             fill(patches, g, row0, nrows)
             b = ctx.b
             w_off = b.mul(g, c64(kdim * cg * itemsize))
+            w_off = b.add(w_off, c64(L["w_off"] * itemsize))
             if direct_out:
                 out_off = b.mul(b.add(b.mul(row0, c64(groups * cg)), b.mul(g, c64(cg))), c64(itemsize))
-                blas.call_gemm(ctx, p, et, m=tile, n=cg, k=kdim, lhs=patches, rhs=weights(), out=ctx.buffer(res),
-                               rhs_offset=w_off, out_offset=out_off, m_count=nrows, ldc=groups * cg, lhs_t=transposed)
+                blas.call_gemm(ctx, L["p"], et, m=tile, n=cg, k=kdim, lhs=patches, rhs=L["weights"](),
+                               out=ctx.buffer(res), rhs_offset=w_off, out_offset=out_off, m_count=nrows,
+                               ldc=groups * cg, lhs_t=transposed)
             else:
-                blas.call_gemm(ctx, p, et, m=tile, n=cg, k=kdim, lhs=patches, rhs=weights(), out=tmp,
+                blas.call_gemm(ctx, L["p"], et, m=tile, n=cg, k=kdim, lhs=patches, rhs=L["weights"](), out=tmp,
                                rhs_offset=w_off, m_count=nrows, lhs_t=transposed)
                 scatter(tmp, g, row0, nrows)
         em.for_range_dynamic(lo, hi, one)
-    split_ranges(ctx, n_tiles * groups, rows * kdim * cg * groups // 8, tiles, max_threads=slots)
-    for t in tokens:
-        ctx.release(t)
-    ctx.mark_library(f"blas.{p}gemm")
+    split_ranges(ctx, n_tiles * groups, rows * max(kdim, 1) * cg * groups // 8, tiles, max_threads=L["slots"])
