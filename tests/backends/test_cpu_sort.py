@@ -80,3 +80,25 @@ def test_top_k_of_integers_and_a_sort_read_beyond_k():
     np.testing.assert_array_equal(idx, want[0][1])
     np.testing.assert_array_equal(full, np.sort(x, axis=1))
     np.testing.assert_array_equal(head, np.sort(x, axis=1)[:, :3])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "bool", "uint8", "int64", "float64"])
+def test_sort_other_element_types_matches_interpreter(dtype):
+    import ml_dtypes
+    r = np.random.default_rng(5)
+    npd = getattr(ml_dtypes, dtype) if dtype == "bfloat16" else np.dtype(dtype)
+    x = (r.standard_normal((5, 70)) * 50).astype(np.float64)
+    x = (x > 0) if dtype == "bool" else x.astype(npd)
+    with jax.enable_x64(dtype in ("int64", "float64")):
+        fn = lambda v: (jnp.sort(v, axis=1), jnp.argsort(v, axis=0, stable=True))  # noqa: E731
+        (s, a), (rs, ra) = _run(fn, x, interpreter=True)
+    np.testing.assert_array_equal(np.asarray(s), np.asarray(rs))
+    np.testing.assert_array_equal(a, ra)
+
+
+def test_top_k_with_k_equal_to_n_is_a_full_sort():
+    x = _data((4, 33), 6)
+    (vals, idx), _ = _run(lambda v: jax.lax.top_k(v, 33), x)
+    want = jax.jit(lambda v: jax.lax.top_k(v, 33))(x)
+    np.testing.assert_array_equal(vals, want[0])
+    np.testing.assert_array_equal(idx, want[1])
