@@ -219,7 +219,8 @@ def _composite(ev: Evaluator, op, frame, ctx):
 def _custom_call(ev: Evaluator, op, frame, ctx):
     target = op.attr("call_target_name")
     from axle.interpreter.ops_check import CHECK_TARGETS
-    fn = CHECK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
+    from axle.interpreter.ops_lapack import LAPACK_TARGETS
+    fn = CHECK_TARGETS.get(target) or LAPACK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
     if fn is None:
         raise InterpreterError(f"{op.where()}: no custom call target '{target}' is registered "
                                f"(register one with axle.interpreter.register_custom_call)")
