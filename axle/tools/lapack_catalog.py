@@ -33,6 +33,7 @@ class Case:
     complex_ok: bool = True
     grad: bool = True  # whether JAX differentiates it (reverse mode)
     jvp: bool = False  # forward mode instead of reverse mode for the gradient program
+    batch_ok: bool = True  # whether the function takes a batch of matrices
     invariant: Optional[Callable] = None  # (outputs) -> arrays compared instead of outputs
     note: str = ""
     tags: tuple = field(default_factory=tuple)
@@ -44,7 +45,7 @@ def _matrix(kind: str, dtype, batch: tuple, rng) -> np.ndarray:
     (N+2 x N), wide (N x N+2), rhs (N x 3), vec (N), vec6 (N+2), diag (N, entries near 4),
     small (norm below 1, for expm)."""
     dt = np.dtype(dtype)
-    shapes = {"tall": (N + 2, N), "wide": (N, N + 2), "rhs": (N, 3), "vec": (N,), "vec6": (N + 2,),
+    shapes = {"tall": (N + 2, N), "wide": (N, N + 2), "rhs": (N, 3), "vec": (N,), "vec6": (N + 2,), "tall3": (N + 2, 3), "rhs3": (3, N + 2),
               "diag": (N,)}
     shape = batch + shapes.get(kind, (N, N))
 
@@ -126,6 +127,23 @@ def _cases() -> list:
             return x.householder_product(jnp.swapaxes(r[0], -1, -2), r[1])
         return f
 
+    def qr_multiply():
+        import jax.scipy.linalg as s
+        return lambda a, c: s.qr_multiply(a, c)
+
+    def ormqr():
+        import jax.lax.linalg as x
+        import jax.numpy as jnp
+
+        def f(a, c):
+            r, tau = jnp.linalg.qr(a, mode="raw")
+            return x.ormqr(jnp.swapaxes(r, -1, -2), tau, c, left=True, transpose=True)
+        return f
+
+    def svd_qr():
+        import jax.lax.linalg as x
+        return lambda a: x.svd(a, full_matrices=False, algorithm=x.SvdAlgorithm.QR)
+
     return [
         Case("linalg.inv", jnp_linalg("inv"), ("sq",)),
         Case("linalg.solve", jnp_linalg("solve"), ("sq", "rhs")),
@@ -136,7 +154,7 @@ def _cases() -> list:
         Case("linalg.qr.complete", jnp_linalg("qr", mode="complete"), ("tall",)),
         Case("linalg.qr.r", jnp_linalg("qr", mode="r"), ("tall",)),
         Case("linalg.qr.raw", jnp_linalg("qr", mode="raw"), ("tall",), grad=False),
-        Case("linalg.svd", jnp_linalg("svd"), ("tall",)),
+        Case("linalg.svd", jnp_linalg("svd"), ("tall",), grad=False),
         Case("linalg.svd.reduced", jnp_linalg("svd", full_matrices=False), ("wide",)),
         Case("linalg.svd.values", jnp_linalg("svd", compute_uv=False), ("tall",)),
         Case("linalg.svdvals", jnp_linalg("svdvals"), ("wide",)),
@@ -145,15 +163,15 @@ def _cases() -> list:
         Case("linalg.eigvalsh", jnp_linalg("eigvalsh"), ("sym",)),
         Case("linalg.eig", jnp_linalg("eig"), ("sq",), jvp=True),
         Case("linalg.eigvals", jnp_linalg("eigvals"), ("sq",), jvp=True),
-        Case("linalg.lstsq", jnp_linalg("lstsq"), ("tall", "vec6"), grad=False),
+        Case("linalg.lstsq", jnp_linalg("lstsq"), ("tall", "vec6"), grad=False, batch_ok=False),
         Case("linalg.pinv", jnp_linalg("pinv"), ("tall",)),
-        Case("linalg.norm.2", jnp_linalg("norm", ord=2), ("sq",)),
-        Case("linalg.norm.nuc", jnp_linalg("norm", ord="nuc"), ("sq",)),
-        Case("linalg.norm.-2", jnp_linalg("norm", ord=-2), ("sq",)),
+        Case("linalg.norm.2", jnp_linalg("norm", ord=2, axis=(-2, -1)), ("sq",)),
+        Case("linalg.norm.nuc", jnp_linalg("norm", ord="nuc", axis=(-2, -1)), ("sq",)),
+        Case("linalg.norm.-2", jnp_linalg("norm", ord=-2, axis=(-2, -1)), ("sq",)),
         Case("linalg.matrix_rank", jnp_linalg("matrix_rank"), ("tall",), grad=False),
         Case("linalg.cond", jnp_linalg("cond"), ("sq",)),
         Case("linalg.matrix_power.-3", jnp_linalg("matrix_power", n=-3), ("sq",)),
-        Case("scipy.lu", jsl("lu"), ("sq",)),
+        Case("scipy.lu", jsl("lu"), ("sq",), batch_ok=False),
         Case("scipy.lu_factor", jsl("lu_factor"), ("sq",), grad=False),
         Case("scipy.lu_solve", lu_solve, ("sq", "rhs")),
         Case("scipy.solve.pos", jsl("solve", assume_a="pos"), ("spd", "rhs")),
@@ -170,16 +188,20 @@ def _cases() -> list:
         Case("scipy.schur", jsl("schur"), ("sq",), grad=False),
         Case("scipy.schur.complex", jsl("schur", output="complex"), ("sq",), grad=False),
         Case("scipy.hessenberg", jsl("hessenberg", calc_q=True), ("sq",), grad=False),
-        Case("scipy.sqrtm", jsl("sqrtm"), ("spd",), grad=False),
+        Case("scipy.sqrtm", jsl("sqrtm"), ("spd",), grad=False, batch_ok=False),
         Case("scipy.polar", jsl("polar", method="svd"), ("sq",)),
         Case("scipy.eigh", jsl("eigh"), ("sym",)),
-        Case("scipy.svd", jsl("svd"), ("tall",)),
+        Case("scipy.svd", jsl("svd"), ("tall",), grad=False),
         Case("scipy.qr", jsl("qr"), ("tall",)),
         Case("scipy.solve_sylvester", jsl("solve_sylvester"), ("sq", "sq", "sq"), grad=False),
         Case("lax.tridiagonal", lax_linalg("tridiagonal", lower=True), ("sym",), grad=False),
         Case("lax.householder_product", householder, ("tall",), grad=False),
         Case("lax.eig.left", lax_linalg("eig", compute_left_eigenvectors=True,
                                         compute_right_eigenvectors=False), ("sq",), grad=False),
+        Case("lax.qr.pivoting", lax_linalg("qr", pivoting=True, full_matrices=False), ("tall",), grad=False),
+        Case("lax.svd.qr", svd_qr, ("tall",), grad=False),
+        Case("lax.ormqr", ormqr, ("tall", "tall3"), grad=False),
+        Case("scipy.qr_multiply", qr_multiply, ("tall", "rhs3"), grad=False, batch_ok=False),
         Case("lax.tridiagonal_solve", lax_linalg("tridiagonal_solve"),
              ("vec", "diag", "vec", "rhs"), grad=False),
     ]
@@ -213,7 +235,7 @@ def program(case: Case, dtype, batched: bool, grad: bool, seed: int = 0):
         return total
     if case.jvp:
         tangents = [np.asarray(rng.standard_normal(np.shape(x)), dtype=x.dtype) for x in args]
-        return (lambda *a: jax.jvp(f, a, tangents)[1]), args
+        return (lambda *a: jax.jvp(f, tuple(a), tuple(tangents))[1]), args
     return jax.grad(loss, argnums=tuple(range(len(args)))), args
 
 
@@ -239,6 +261,8 @@ def variants(case: Case):
         if np.dtype(dtype).kind == "c" and not case.complex_ok:
             continue
         for batched in (False, True):
+            if batched and not case.batch_ok:
+                continue
             for grad in (False, True) if (case.grad or case.jvp) else (False,):
                 yield dtype, batched, grad
 
