@@ -72,3 +72,44 @@ func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
 }"""
     x = np.arange(3, dtype=np.float32)
     np.testing.assert_array_equal(axle.compile(text, backend="cpu")(x), x * 2)
+
+
+POTRF = """
+func.func @main(%a: tensor<2x3x3xf64>) -> (tensor<2x3x3xf64>, tensor<2xi32>) {
+  %0:2 = stablehlo.custom_call @lapack_dpotrf_ffi(%a) {mhlo.backend_config = {uplo = 76 : ui8}, operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>], result_layouts = [dense<[1, 2, 0]> : tensor<3xindex>, dense<0> : tensor<1xindex>]} : (tensor<2x3x3xf64>) -> (tensor<2x3x3xf64>, tensor<2xi32>)
+  return %0#0, %0#1 : tensor<2x3x3xf64>, tensor<2xi32>
+}"""
+
+
+def test_object_code_from_the_disk_cache_finds_lapack(tmp_path):
+    """A process that loads a LAPACK program from the disk cache (never compiling one) binds
+    the routines at link time."""
+    import subprocess
+    import sys
+    script = f"""
+import numpy as np, axle
+a = np.array([[[4., 2, 0], [2, 3, 0], [0, 0, 1]], [[1., 2, 0], [2, 1, 0], [0, 0, 1]]])
+l, info = axle.compile({POTRF!r}, backend="cpu")(a)
+print(info.tolist(), round(float(l[0, 1, 0]), 6), round(float(l[0, 1, 1]), 6))
+"""
+    env = dict(__import__("os").environ, AXLE_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    # potrf on the lower triangle: l10 = 2 / 2, l11 = sqrt(3 - 1); the second matrix is not
+    # positive definite (info 2, the order of the failing minor)
+    assert runs[0].stdout.split() == runs[1].stdout.split() == ["[0,", "2]", "1.0", "1.414214"]
+    assert any(tmp_path.iterdir())
+
+
+def test_potrf_matches_the_interpreter_on_hand_written_text():
+    a = np.random.default_rng(3).standard_normal((2, 3, 3))
+    a = a @ np.swapaxes(a, 1, 2) + 3 * np.eye(3)
+    a[1, 0, 0] = -1.0  # not positive definite: info 1
+    got = axle.compile(POTRF, backend="cpu")(a)
+    want = axle.interpret(POTRF, a)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert got[1].tolist() == [0, 1]
+    np.testing.assert_allclose(np.tril(got[0][0]), np.linalg.cholesky(a[0]), rtol=1e-12)

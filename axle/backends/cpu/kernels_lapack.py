@@ -21,19 +21,17 @@ custom-call targets go to the kernel registered before this module.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import KERNELS, Context, KernelDef
 from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.lapack_symbols import register_symbols, symbol_name
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 from axle.backends.cpu.scalar import I1, I8, I32, I64, Unsupported
 from axle.interpreter.lapack_builders import make_plan
-from axle.interpreter.lapack_plans import (FAMILIES, LapackError, Plan, _COMPLEX_NAME, is_lapack_target,
-                                           routine_address)
+from axle.interpreter.lapack_plans import LapackError, Plan, is_lapack_target
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, element_type_of
 
@@ -54,19 +52,7 @@ def plan_for(op: Operation) -> Plan:
 
 
 def symbol(plan: Plan) -> str:
-    return f"axle_lapack_{plan.routine}"
-
-
-@lru_cache(maxsize=None)
-def register_symbols() -> None:
-    """Bind every `axle_lapack_<routine>` the kernels may call to SciPy's routine (at link time)."""
-    for p in "sdcz":
-        for fam in FAMILIES:
-            name = p + (_COMPLEX_NAME.get(fam, fam) if p in "cz" else fam)
-            try:
-                EXTERNAL_SYMBOLS[f"axle_lapack_{name}"] = routine_address("blas" if fam == "trsm" else "lapack", name)
-            except LapackError:
-                continue
+    return symbol_name(plan.routine)
 
 
 def _col_offset(em, idx: list, shape: tuple):
