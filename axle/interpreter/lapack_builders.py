@@ -68,6 +68,9 @@ class Call:
 
 def _plan(c: Call, routine, batch_shape, arrays, args, info="info", library="lapack", skip=False, **kw) -> Plan:
     batch = int(np.prod(batch_shape, dtype=np.int64))
+    for a in args:
+        if a[0] == "int" and not -2 ** 31 <= a[1] < 2 ** 31:
+            raise LapackError(f"{c.target}: a dimension of {a[1]} does not fit LAPACK's 32-bit integers")
     return Plan(c.target, routine, library, batch, arrays, args, info, skip=skip or batch == 0, **kw)
 
 

@@ -170,6 +170,8 @@ def _unpack(ctx: Context, packed, wi, out, n: int, real) -> None:
 def emit_lapack(ctx: Context, op: Operation) -> None:
     plan = plan_for(op)
     register_symbols()
+    from axle.backends.cpu import blas
+    blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
     em, b = ctx.em, ctx.b
     ptrs, batch_rank = {}, {}
     for a in plan.arrays:
