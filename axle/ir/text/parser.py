@@ -301,6 +301,13 @@ class Parser(Cursor):
             value = self.bare_id("enum value")
             self.expect(">")
             return A.EnumAttr(name, enum, value)
+        if name.startswith("sdy."):  # Shardy meshes and shardings (text/sdy.py)
+            from axle.ir.text.sdy import read_hash_attr
+            save = self.pos
+            attr = read_hash_attr(self, name)
+            if attr is not None:
+                return attr
+            self.pos = save
         if name in ("stablehlo.conv", "mhlo.conv"):
             self.expect("<")
             self.accept_keyword("raw")
