@@ -224,7 +224,8 @@ def _custom_call(ev: Evaluator, op, frame, ctx):
         if out is not None:
             return out
     from axle.interpreter.ops_check import CHECK_TARGETS
-    fn = CHECK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
+    from axle.interpreter.ops_lapack import LAPACK_TARGETS
+    fn = CHECK_TARGETS.get(target) or LAPACK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
     if fn is None:
         raise InterpreterError(unsupported_target_message(target, op.where(), "the interpreter"))
     call = ev.make_call(op, frame, ctx)

@@ -1014,7 +1014,7 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
     split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * inner * (1 + len(reds)))
 
 
-KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special')
+KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special', 'kernels_lapack')
 
 
 def load_kernels() -> None:

@@ -101,6 +101,9 @@ def link_object(obj: bytes, exports: list[str]):
         blas.available()  # registers the BLAS routines (code from the disk cache may call them)
         from axle.backends.cpu import parallel
         parallel.available()  # and the thread pool's entry point (axle_pool_run)
+        if b"axle_lapack_" in obj:  # LAPACK routines (kernels_lapack.py)
+            from axle.backends.cpu.lapack_symbols import register_symbols
+            register_symbols()
         lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)
