@@ -1,0 +1,137 @@
+"""Pass `spmd-partition`: the program one device runs, with the collectives it needs.
+
+    prog = partition(module)              # PartitionedProgram
+    prog.module                           # @main on local blocks, mhlo.num_partitions = N
+    prog.report()                         # every collective: where, why, bytes
+
+Runs `inline` and `sharding-propagation`, then rewrites @main op by op: each operand is
+resharded to what its op's rule wants (reshard.py: local slices or collectives), the op is
+cloned with local (per-device) result types, sharding constraints become the resharded value,
+and each result is resharded to its requested sharding (or, unannotated, only its pending
+sums are reduced). Assumes the plan's shardings divide every dimension they split (the
+propagation checks). Leaves the input module unchanged; the output module has only @main.
+The per-device program is the same on every device (SPMD); device p finds its block offsets
+through `partition_id`. Collective groups use global device ids (`use_global_device_ids`,
+one replica, N partitions).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from axle.ir.attributes import IntegerAttr, StringAttr, TypeAttr
+from axle.ir.core import Module, Operation, make_function
+from axle.ir.types import FunctionType, TensorType, element_type
+from axle.passes.inline import Inline, clone_region
+from axle.sharding.mesh import Mesh, NamedSharding
+from axle.sharding.propagation import ShardingPlan, propagate
+from axle.sharding.reshard import Resharder
+
+
+@dataclass
+class PartitionedProgram:
+    module: Module  # the per-device program
+    mesh: Mesh
+    plan: ShardingPlan
+    in_shardings: list
+    out_shardings: list
+    global_in_types: list
+    global_out_types: list
+    collectives: list
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
+    def bytes_per_step(self) -> int:
+        """Bytes all devices send in one call of the program (ring model, reshard.py)."""
+        return sum(c.total_bytes for c in self.collectives)
+
+    def report(self) -> str:
+        lines = [self.plan.report().rstrip(), "", f"collectives inserted ({len(self.collectives)}):"]
+        lines += ["  " + c.line() for c in self.collectives] or ["  none"]
+        lines.append(f"total: {self.bytes_per_step()} B per step over {self.num_devices} devices")
+        return "\n".join(lines) + "\n"
+
+
+def _local_type(t: TensorType, s: NamedSharding) -> TensorType:
+    return TensorType(s.shard_shape(t.shape), t.element_type)
+
+
+_IDENTITY = ("sdy.sharding_constraint", "sdy.reshard")
+
+
+def partition(module: Module, function: str = "main") -> PartitionedProgram:
+    from axle.passes.lower_quant import clone_module
+    work = clone_module(module)
+    Inline().run(work)
+    plan = propagate(work, function)
+    fn = work.function(function)
+    mesh = plan.mesh
+    outs = []
+    for r, want in zip(fn.function_type.results, plan.outs):
+        outs.append(want.normalized(len(r.shape)) if want is not None else None)
+    ret = fn.body.terminator
+    for i, v in enumerate(ret.operands):  # unannotated results: their sharding, sums reduced
+        if outs[i] is None:
+            s = plan.values[v]
+            outs[i] = NamedSharding.from_dims(mesh, s.dims(len(v.type.shape)))
+    in_types = [_local_type(a.type, s) for a, s in zip(fn.body.arguments, plan.args)]
+    out_types = [_local_type(t, s) for t, s in zip(fn.function_type.results, outs)]
+    new_fn = make_function(function, in_types, out_types)
+    block = new_fn.body
+    rs = Resharder(block, mesh)
+    local = {a: b for a, b in zip(fn.body.arguments, block.arguments)}
+    shard_of = dict(zip(fn.body.arguments, plan.args))
+    resharded: dict = {}
+
+    def operand(v, want, consumer, why):
+        key = (v, want)
+        if key not in resharded:
+            resharded[key] = rs.reshard(local[v], v.type.shape, shard_of[v], want, consumer, why)
+        return resharded[key]
+
+    mapping = {}
+    for choice in plan.choices:
+        op = choice.op
+        where = f"{op.name} @ {op.where() or '?'}"
+        ins = [operand(v, w, where, f"operand {i} of {op.name}")
+               for i, (v, w) in enumerate(zip(op.operands, choice.operands))]
+        if op.name in _IDENTITY or (op.name == "stablehlo.custom_call"
+                                    and op.attr("call_target_name") == "Sharding"):
+            local[op.results[0]] = ins[0]
+            shard_of[op.results[0]] = choice.results[0]
+            continue
+        new = Operation(op.name, ins, [_local_type(r.type, s) for r, s in zip(op.results, choice.results)],
+                        dict(op.attributes), location=op.location)
+        for region in op.regions:
+            new.add_region(clone_region(region, mapping))
+        block.append(new)
+        for r, nr, s in zip(op.results, new.results, choice.results):
+            local[r], shard_of[r] = nr, s
+            nr.name_hint = r.name_hint
+    results = [operand(v, s, f"func.return @ {ret.where() or '?'}", f"result {i}")
+               for i, (v, s) in enumerate(zip(ret.operands, outs))]
+    block.append(Operation("func.return", results))
+    out = Module(module.name)
+    out.attributes["mhlo.num_partitions"] = IntegerAttr(mesh.size, element_type("i32"))
+    out.attributes["mhlo.num_replicas"] = IntegerAttr(1, element_type("i32"))
+    out.append(new_fn)
+    return PartitionedProgram(out, mesh, plan, list(plan.args), outs,
+                              list(fn.function_type.inputs), list(fn.function_type.results), rs.collectives)
+
+
+class SpmdPartition:
+    """The pass form: replaces the module's contents with the per-device program; the
+    PartitionedProgram is kept on `self.program`."""
+
+    name = "spmd-partition"
+
+    def __init__(self, function: str = "main"):
+        self.function = function
+        self.program = None
+
+    def run(self, module: Module) -> bool:
+        self.program = partition(module, self.function)
+        module.operations[:] = self.program.module.operations
+        module.attributes.update(self.program.module.attributes)
+        return True
