@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from axle.ir.attributes import IntegerAttr, StringAttr, TypeAttr
-from axle.ir.core import Module, Operation, make_function
+from axle.ir.core import Module, OpResult, Operation, make_function
 from axle.ir.types import FunctionType, TensorType, element_type
+from axle.passes.dead_code import DeadCode
 from axle.passes.inline import Inline, clone_region
 from axle.sharding.mesh import Mesh, NamedSharding
 from axle.sharding.propagation import ShardingPlan, propagate
@@ -87,13 +88,42 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
     def operand(v, want, consumer, why):
         key = (v, want)
         if key not in resharded:
-            resharded[key] = rs.reshard(local[v], v.type.shape, shard_of[v], want, consumer, why)
+            resharded[key] = (_rebroadcast(v, want, consumer, why)
+                              or rs.reshard(local[v], v.type.shape, shard_of[v], want, consumer, why))
         return resharded[key]
+
+    def _rebroadcast(v, want, consumer, why):
+        """A broadcast_in_dim wanted split where it was made whole: broadcast the (sliced)
+        operand straight to the local block instead of slicing the broadcast (no bytes)."""
+        op = v.owner if isinstance(v, OpResult) else None
+        if op is None or op.name != "stablehlo.broadcast_in_dim" or want.partial or shard_of[v].partial:
+            return None
+        rank = len(v.type.shape)
+        have = shard_of[v].dims(rank)
+        if any(h and h != w for h, w in zip(have, want.dims(rank))):
+            return None
+        x = op.operands[0]
+        src = x.type.shape
+        bdims = list(op.attr("broadcast_dimensions"))
+        want_dims = want.dims(rank)
+        x_dims = []
+        for i, d in enumerate(bdims):
+            if want_dims[d] and src[i] != v.type.shape[d]:
+                x_dims.append(())  # a size-1 dim broadcast: every block is the same
+            else:
+                x_dims.append(want_dims[d])
+        x_want = NamedSharding.from_dims(mesh, x_dims)
+        if x_want.used_axes() - set(a for d in want_dims for a in d) or not x_want.divides(src):
+            return None
+        xl = operand(x, x_want, consumer, why)
+        new = Operation(op.name, [xl], [_local_type(v.type, want)], dict(op.attributes), location=op.location)
+        block.append(new)
+        return new.result
 
     mapping = {}
     for choice in plan.choices:
         op = choice.op
-        where = f"{op.name} @ {op.where() or '?'}"
+        where = op.where() or op.name
         ins = [operand(v, w, where, f"operand {i} of {op.name}")
                for i, (v, w) in enumerate(zip(op.operands, choice.operands))]
         if op.name in _IDENTITY or (op.name == "stablehlo.custom_call"
@@ -109,13 +139,14 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
         for r, nr, s in zip(op.results, new.results, choice.results):
             local[r], shard_of[r] = nr, s
             nr.name_hint = r.name_hint
-    results = [operand(v, s, f"func.return @ {ret.where() or '?'}", f"result {i}")
+    results = [operand(v, s, ret.where() or "func.return", f"result {i}")
                for i, (v, s) in enumerate(zip(ret.operands, outs))]
     block.append(Operation("func.return", results))
     out = Module(module.name)
     out.attributes["mhlo.num_partitions"] = IntegerAttr(mesh.size, element_type("i32"))
     out.attributes["mhlo.num_replicas"] = IntegerAttr(1, element_type("i32"))
     out.append(new_fn)
+    DeadCode().run(out)  # whole values a rebroadcast replaced
     return PartitionedProgram(out, mesh, plan, list(plan.args), outs,
                               list(fn.function_type.inputs), list(fn.function_type.results), rs.collectives)
 

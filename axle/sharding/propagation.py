@@ -45,7 +45,7 @@ class ShardingPlan:
             lines.append(f"  arg {i} {a.type}: {s.normalized(len(a.type.shape))}")
         for c in self.choices:
             res = ", ".join(str(s.normalized(len(r.type.shape))) for r, s in zip(c.op.results, c.results))
-            lines.append(f"  {c.op.name} @ {_where(c.op)} -> {res}: {c.note}")
+            lines.append(f"  {_where(c.op)} -> {res}: {c.note}")
         for i, s in enumerate(self.outs):
             if s is not None:
                 lines.append(f"  result {i} requested {s}")
@@ -53,8 +53,7 @@ class ShardingPlan:
 
 
 def _where(op) -> str:
-    w = op.where()
-    return w if w else "?"
+    return op.where() or f"'{op.name}'"
 
 
 def _tensor(v) -> bool:
@@ -92,8 +91,7 @@ def propagate(module, function: str = "main") -> ShardingPlan:
         results = []
         for r, s in zip(op.results, d.results):
             if not s.divides(r.type.shape):  # an axis that does not divide the result: replicate it
-                d.note += f"; {s} does not divide {r.type}, replicated"
-                s = NamedSharding(mesh, partial=s.partial)
+                d.note += f"; {s} does not divide {r.type}: operands gathered, result replicated"
                 d.operands = [NamedSharding(mesh) for _ in op.operands]
                 s = NamedSharding(mesh)
             results.append(s.normalized(len(r.type.shape)))
