@@ -141,7 +141,7 @@ class Resharder:
                     value = self._emit("stablehlo.reduce_scatter", [value], TensorType(tuple(out), et), attrs,
                                        [self._add_region(et)])
                     self._record("reduce_scatter", consumer, TensorType(tuple(local), et),
-                                 f"{why}: pending sum over '{a}' wanted split on dim {d}", [a], g, nbytes)
+                                 f"{why}: pending sum over {[a]} wanted split on dim {d}", [a], g, nbytes)
                     local, cur[d] = out, cur[d] + [a]
                     partial.remove(a)
                     break
