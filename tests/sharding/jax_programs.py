@@ -61,7 +61,48 @@ def main(out_path, gspmd=False):
                 saved[f"{key}.arg{i}"] = a
             for i, r in enumerate(result):
                 saved[f"{key}.out{i}"] = np.asarray(r)
+    if not gspmd:
+        add_gpt_block(jax, jnp, np, NamedSharding, P, rng, saved)
     np.savez(out_path, **saved)
+
+
+def add_gpt_block(jax, jnp, np, NamedSharding, P, rng, saved):
+    # a GPT-2 style block: layernorm, causal attention (heads split by the model axis), MLP
+    gb, gt, gc, nh = 4, 8, 16, 4
+    hd = gc // nh
+
+    def layernorm(x):
+        m = jnp.mean(x, axis=-1, keepdims=True)
+        v = jnp.mean((x - m) ** 2, axis=-1, keepdims=True)
+        return (x - m) * jax.lax.rsqrt(v + 1e-5)
+
+    def gpt(x, wq, wk, wv, wo, w1, w2):
+        h = layernorm(x)
+        q, k, v = [(h @ w).reshape(gb, gt, nh, hd) for w in (wq, wk, wv)]
+        s = jnp.einsum("bthd,bshd->bhts", q, k) / np.sqrt(hd)
+        mask = jnp.arange(gt)[:, None] >= jnp.arange(gt)[None, :]
+        s = jnp.where(mask, s, -1e9)
+        p = jax.nn.softmax(s, axis=-1)
+        a = jnp.einsum("bhts,bshd->bthd", p, v).reshape(gb, gt, gc)
+        x = x + a @ wo
+        return x + jnp.tanh(layernorm(x) @ w1) @ w2
+
+    gargs = [rng.standard_normal((gb, gt, gc)).astype(np.float32)]
+    gargs += [(0.25 * rng.standard_normal(s)).astype(np.float32)
+              for s in ((gc, gc), (gc, gc), (gc, gc), (gc, gc), (gc, 4 * gc), (4 * gc, gc))]
+    col, row = (None, "model"), ("model", None)
+    for layout, (shape, names, x_spec, w_specs) in {
+            "dp": ((4,), ("data",), ("data", None, None), [(None, None)] * 6),
+            "tp": ((4,), ("model",), (None, None, None), [col, col, col, row, col, row]),
+            "dp_tp": ((2, 2), ("data", "model"), ("data", None, None), [col, col, col, row, col, row])}.items():
+        mesh = jax.make_mesh(shape, names)
+        ins = tuple(NamedSharding(mesh, P(*s)) for s in [x_spec] + w_specs)
+        jitted = jax.jit(gpt, in_shardings=ins, out_shardings=ins[0], keep_unused=True)
+        key = f"gpt_{layout}"
+        saved[key + ".mlir"] = np.array(jitted.lower(*gargs).as_text())
+        for i, a in enumerate(gargs):
+            saved[f"{key}.arg{i}"] = a
+        saved[f"{key}.out0"] = np.asarray(jitted(*gargs))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""A sharded MLP forward pass and training step (as JAX lowers them with NamedSharding):
+"""A sharded MLP forward pass and training step and a GPT-2 style block (as JAX lowers them
+with NamedSharding):
 data parallel, tensor parallel (Megatron: columns then rows) and both on a 2x2 mesh, on 4
 devices of this process. Each equals the unsharded program run by the interpreter and XLA's
 result of the same sharded jit; the bytes communicated equal the analytical minimum."""
@@ -10,7 +11,7 @@ from axle.ir import parse_module
 from axle.sharding import partition, run_partitioned
 from jax_programs import B, D, H
 
-PROGRAMS = [f"{kind}_{layout}" for kind in ("fwd", "step") for layout in ("dp", "tp", "dp_tp")]
+PROGRAMS = [f"{kind}_{layout}" for kind in ("fwd", "step", "gpt") for layout in ("dp", "tp", "dp_tp")]
 F32 = 4
 
 
@@ -51,6 +52,10 @@ def _minimum_bytes(name):
         "step_tp": all_reduce(B * D * F32, 4),
         # forward partial over model (its rows), weight slices' gradients over data, the loss
         "step_dp_tp": all_reduce(B // 2 * D * F32, 2) + all_reduce(params // 2, 2) + all_reduce(F32, 2),
+        # GPT-2 block [4, 8, 16]: Megatron's two all_reduces (attention out, MLP out)
+        "gpt_dp": 0,
+        "gpt_tp": 2 * all_reduce(4 * 8 * 16 * F32, 4),
+        "gpt_dp_tp": 2 * all_reduce(2 * 8 * 16 * F32, 2),
     }[name]
 
 
