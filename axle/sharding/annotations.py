@@ -28,6 +28,8 @@ def module_mesh(module) -> Mesh:
                             f"{', '.join(f'@{k} = {v}' for k, v in meshes.items())}")
     if distinct:
         return next(iter(distinct))
+    if meshes:  # a one-device mesh (its axes of size 1 may still be named)
+        return next(iter(meshes.values()))
     n = module.attributes.get("mhlo.num_partitions")
     n = n.value if isinstance(n, IntegerAttr) else 1
     return default_mesh(n) if n > 1 else Mesh((1,), ("_0",))
