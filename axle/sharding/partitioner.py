@@ -22,7 +22,7 @@ from axle.ir.attributes import IntegerAttr, StringAttr, TypeAttr
 from axle.ir.core import Module, OpResult, Operation, make_function
 from axle.ir.types import FunctionType, TensorType, element_type
 from axle.passes.dead_code import DeadCode
-from axle.passes.inline import Inline, clone_region
+from axle.passes.inline import Inline, clone_ops, clone_region
 from axle.sharding.mesh import Mesh, NamedSharding
 from axle.sharding.propagation import ShardingPlan, propagate
 from axle.sharding.reshard import Resharder
@@ -61,6 +61,16 @@ def _local_type(t: TensorType, s: NamedSharding) -> TensorType:
 _IDENTITY = ("sdy.sharding_constraint", "sdy.reshard")
 
 
+def _max_channel(module) -> int:
+    """The largest channel id the program uses itself (shard_map bodies): ours come after."""
+    top = 0
+    for op in module.walk():
+        handle = op.attr("channel_handle")
+        if isinstance(handle, dict):
+            top = max(top, int(handle.get("handle", 0)))
+    return top
+
+
 def partition(module: Module, function: str = "main") -> PartitionedProgram:
     from axle.passes.lower_quant import clone_module
     work = clone_module(module)
@@ -80,7 +90,7 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
     out_types = [_local_type(t, s) for t, s in zip(fn.function_type.results, outs)]
     new_fn = make_function(function, in_types, out_types)
     block = new_fn.body
-    rs = Resharder(block, mesh)
+    rs = Resharder(block, mesh, first_channel=_max_channel(work))
     local = {a: b for a, b in zip(fn.body.arguments, block.arguments)}
     shard_of = dict(zip(fn.body.arguments, plan.args))
     resharded: dict = {}
@@ -130,6 +140,14 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
                                     and op.attr("call_target_name") == "Sharding"):
             local[op.results[0]] = ins[0]
             shard_of[op.results[0]] = choice.results[0]
+            continue
+        if op.name == "sdy.manual_computation":  # shard_map: its body is the per-device code
+            body = op.regions[0].blocks[0]
+            inner = {id(a): v for a, v in zip(body.arguments, ins)}
+            for cloned in clone_ops([o for o in body.operations if o.name != "sdy.return"], inner):
+                block.append(cloned)
+            for r, v, s in zip(op.results, body.terminator.operands, choice.results):
+                local[r], shard_of[r] = inner.get(id(v), v), s
             continue
         new = Operation(op.name, ins, [_local_type(r.type, s) for r, s in zip(op.results, choice.results)],
                         dict(op.attributes), location=op.location)

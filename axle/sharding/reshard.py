@@ -54,11 +54,11 @@ def _nbytes(shape, et) -> int:
 
 
 class Resharder:
-    def __init__(self, block: Block, mesh):
+    def __init__(self, block: Block, mesh, first_channel: int = 0):
         self.block = block
         self.mesh = mesh
         self.collectives: list[Collective] = []
-        self._channel = 0
+        self._channel = first_channel
         self._pid = None
 
     # -- op builders

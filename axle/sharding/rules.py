@@ -221,3 +221,22 @@ def custom_call(op, shs, mesh):
     if op.attr("call_target_name") == "Sharding" and "mhlo.sharding" in op.attributes:
         return constraint(op, shs, mesh)
     return fallback(op, shs, mesh)
+
+
+@rule("sdy.manual_computation")
+def manual_computation(op, shs, mesh):
+    """shard_map: the body is per-device code already. Operands are resharded to its
+    in_shardings, results come out in its out_shardings. Only fully manual regions (every
+    mesh axis of size > 1 manual) are partitioned."""
+    from axle.sharding.annotations import _from_attr
+    from axle.sharding.mesh import ShardingError
+    manual = set(op.attr("manual_axes") or ())
+    auto = [n for n, size in mesh.axes if size > 1 and n not in manual]
+    if auto:
+        raise ShardingError(f"{op.where()}: manual_computation manual over {sorted(manual)} but not "
+                            f"{auto}: partially manual regions are not partitioned yet")
+    ins = [_from_attr(a, mesh, _rank(v), op.where()) for a, v in
+           zip(op.attributes["in_shardings"].shardings, op.operands)]
+    outs = [_from_attr(a, mesh, len(r.type.shape), op.where()) for a, r in
+            zip(op.attributes["out_shardings"].shardings, op.results)]
+    return Decision(ins, outs, f"manual computation (shard_map) over {sorted(manual)}: its body runs per device")

@@ -63,6 +63,7 @@ def main(out_path, gspmd=False):
                 saved[f"{key}.out{i}"] = np.asarray(r)
     if not gspmd:
         add_gpt_block(jax, jnp, np, NamedSharding, P, rng, saved)
+        add_shard_map(jax, np, P, rng, saved)
     np.savez(out_path, **saved)
 
 
@@ -103,6 +104,24 @@ def add_gpt_block(jax, jnp, np, NamedSharding, P, rng, saved):
         for i, a in enumerate(gargs):
             saved[f"{key}.arg{i}"] = a
         saved[f"{key}.out0"] = np.asarray(jitted(*gargs))
+
+
+
+def add_shard_map(jax, np, P, rng, saved):
+    """A shard_map (sdy.manual_computation with a psum inside): row-split x @ w by hand."""
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
+
+    def body(x, w):
+        return jax.lax.psum(x @ w, "model")
+
+    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                              out_specs=P("data", None)))
+    args = [rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal((16, 8)).astype(np.float32)]
+    saved["shmap_dp_tp.mlir"] = np.array(f.lower(*args).as_text())
+    for i, a in enumerate(args):
+        saved[f"shmap_dp_tp.arg{i}"] = a
+    saved["shmap_dp_tp.out0"] = np.asarray(f(*args))
 
 
 if __name__ == "__main__":

@@ -85,3 +85,19 @@ def test_gspmd_strings_partition_the_same(jax_programs, jax_gspmd_programs):
         assert [(c.kind, c.value, c.group_size, c.bytes_per_device) for c in shardy.collectives] == \
                [(c.kind, c.value, c.group_size, c.bytes_per_device) for c in gspmd.collectives]
         _close(run_partitioned(gspmd, p["args"], "interpreter"), p["outs"])
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_shard_map_manual_computation(jax_programs, backend):
+    """A fully manual sdy.manual_computation: its body (with JAX's own all_reduce) is the
+    per-device code; operands arrive in its in_shardings."""
+    p = jax_programs["shmap_dp_tp"]
+    prog = partition(parse_module(p["mlir"]))
+    x, w = p["args"]
+    (got,) = run_partitioned(prog, p["args"], backend)
+    np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, p["outs"][0], rtol=1e-5, atol=1e-5)
+    assert "manual computation (shard_map)" in prog.report()
+    # the arguments come unannotated (replicated) and are sliced locally: no collective of ours
+    assert prog.collectives == []
+    assert str(prog.module).count("stablehlo.all_reduce") == 1
