@@ -160,13 +160,12 @@ class Resharder:
             extra = cur[d][k:]
             if not extra:
                 continue
-            if len(extra) == 1 and k == 0 and len(cur[d]) == 1:
-                a = extra[0]
-                g = self.mesh.axis_size(a)
-                target = next((e for e in range(rank) if e != d and want[e][:len(cur[e]) + 1] == cur[e] + [a]
-                               and local[e] % g == 0), None)
+            if k == 0:  # every axis of the dim leaves it: all_to_all if they all go to one other dim
+                g = int(np.prod([self.mesh.axis_size(a) for a in extra]))
+                target = next((e for e in range(rank) if e != d and local[e] % g == 0
+                               and want[e][:len(cur[e]) + len(extra)] == cur[e] + extra), None)
                 if target is not None:
-                    attrs, g = self._channel_attrs([a], global_ids=False)
+                    attrs, g = self._channel_attrs(extra, global_ids=False)
                     attrs.update(split_dimension=IntegerAttr(target, I64), concat_dimension=IntegerAttr(d, I64),
                                  split_count=IntegerAttr(g, I64))
                     out = list(local)
@@ -174,9 +173,9 @@ class Resharder:
                     out[d] *= g
                     value = self._emit("stablehlo.all_to_all", [value], TensorType(tuple(out), et), attrs)
                     self._record("all_to_all", consumer, TensorType(tuple(local), et),
-                                 f"{why}: '{a}' moves from dim {d} to dim {target}", [a], g,
+                                 f"{why}: {extra} move from dim {d} to dim {target}", extra, g,
                                  _nbytes(local, et) * (g - 1) // g)
-                    local, cur[d], cur[target] = out, [], cur[target] + [a]
+                    local, cur[d], cur[target] = out, [], cur[target] + extra
                     continue
             attrs, g = self._channel_attrs(extra)
             attrs["all_gather_dim"] = IntegerAttr(d, I64)

@@ -48,6 +48,7 @@ CASES = [  # (argument dims, result dims, collectives expected)
     ([["x"], []], [["y"], []], ["all_gather"]),  # another axis: gather then slice
     ([["x"], ["y"]], [["y"], ["x"]], ["all_gather", "all_to_all"]),  # then "y" moves to rows
     ([["x", "y"], []], [[], []], ["all_gather"]),  # one gather over both axes
+    ([["x", "y"], []], [[], ["x", "y"]], ["all_to_all"]),  # both axes move at once
 ]
 
 
