@@ -17,6 +17,9 @@ LAYOUTS = {
     "dp": ((4,), ("data",), (("data", None), ("data", None), (None, None), (None, None))),
     "tp": ((4,), ("model",), ((None, None), (None, None), (None, "model"), ("model", None))),
     "dp_tp": ((2, 2), ("data", "model"), (("data", None), ("data", None), (None, "model"), ("model", None))),
+    # on 2 of the 4 devices (the MPI tests run them as 2 processes)
+    "dp2": ((2,), ("data",), (("data", None), ("data", None), (None, None), (None, None))),
+    "tp2": ((2,), ("model",), ((None, None), (None, None), (None, "model"), ("model", None))),
 }
 
 
@@ -48,7 +51,8 @@ def main(out_path, gspmd=False):
     args[3] *= 0.25
     saved = {}
     for layout, (shape, names, specs) in LAYOUTS.items():
-        mesh = jax.make_mesh(shape, names)
+        mesh = jax.make_mesh(shape, names, devices=jax.devices()[:int(np.prod(shape))],
+                             axis_types=(jax.sharding.AxisType.Auto,) * len(shape))
         ins = tuple(NamedSharding(mesh, P(*s)) for s in specs)
         for name, fn, outs in (("fwd", fwd, NamedSharding(mesh, P(*specs[0]))),
                                ("step", step, (ins[2], ins[3], NamedSharding(mesh, P())))):
