@@ -99,8 +99,10 @@ def convert(op, shs, mesh):
 
 def elementwise(op, shs, mesh):
     rank = _rank(op.results[0])
-    # the operand with the most sharded axes decides (the first on a tie)
-    best = max(range(len(shs)), key=lambda i: (len(shs[i].used_axes()), -i))
+    # the operand with the most sharded axes decides (the first on a tie); scalar operands
+    # (clamp's bounds, select's predicate may be 0-d) are replicated
+    full = [i for i, v in enumerate(op.operands) if _rank(v) == rank] or [0]
+    best = max(full, key=lambda i: (len(shs[i].used_axes()), -i))
     dims = shs[best].dims(rank) if rank == _rank(op.operands[best]) else ((),) * rank
     partials = [frozenset(s.partial) for s in shs]
     keep: frozenset = frozenset()
@@ -117,6 +119,7 @@ def elementwise(op, shs, mesh):
         wanted = [_mk(mesh, dims, p if p == keep else ()) for p in partials]
     else:
         wanted = [_mk(mesh, dims) for _ in shs]
+    wanted = [w if _rank(v) == rank else _mk(mesh, [()] * _rank(v)) for w, v in zip(wanted, op.operands)]
     conflicts = [i for i, s in enumerate(shs) if s.dims(rank) != dims]
     note = f"follows operand {best} {_desc(shs[best], rank)}"
     if conflicts and any(shs[i].used_axes() for i in conflicts):

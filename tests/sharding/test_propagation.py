@@ -109,3 +109,17 @@ def test_report_names_every_op():
     assert "'stablehlo.negate' at" in text and "follows operand 0" in text
     # a 4x8 f32 block (128 B) to the one other device of its group, on 4 devices
     assert "all_gather" in text and "total: 512 B per step over 4 devices" in text
+
+
+def test_scalar_operands_of_clamp_and_select():
+    body = """    %lo = stablehlo.constant dense<-0.5> : tensor<f32>
+    %hi = stablehlo.constant dense<0.5> : tensor<f32>
+    %0 = stablehlo.clamp %lo, %a0, %hi : (tensor<f32>, tensor<8x8xf32>, tensor<f32>) -> tensor<8x8xf32>
+    %t = stablehlo.constant dense<true> : tensor<i1>
+    %1 = stablehlo.select %t, %0, %a0 : (tensor<i1>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    return %1 : tensor<8x8xf32>"""
+    m = _module(body, [("tensor<8x8xf32>", [["x"], ["y"]])], [("tensor<8x8xf32>", [["x"], ["y"]])])
+    plan, c = _choices(m)
+    assert _dims(c["clamp"]) == ((("x",), ("y",)), ())
+    assert _dims(c["select"]) == ((("x",), ("y",)), ())
+    assert _check(m).collectives == []
