@@ -70,6 +70,22 @@ class MpiContext:
         return out
 
 
+def _runner(prog, backend: str):
+    """The per-device runner, made once per program and backend (compiled code is kept)."""
+    runners = prog.__dict__.setdefault("_mpi_runners", {})
+    if backend not in runners:
+        if backend == "interpreter":
+            from axle.interpreter.evaluator import Evaluator
+            ev = Evaluator(prog.module)
+            runners[backend] = lambda name, args, ctx: ev.call_function(name, args, ctx)
+        elif backend == "cpu":
+            from axle.backends.cpu.multi import compiled_program_runner
+            runners[backend] = compiled_program_runner(prog.module)
+        else:
+            raise ValueError(f"unknown backend {backend!r}; known: interpreter, cpu")
+    return runners[backend]
+
+
 def run_mpi(prog, args, backend: str = "cpu", comm=None) -> list:
     """Runs `prog` (a PartitionedProgram) as this rank's device; returns the global results on
     every rank. Every rank must call it with the same program and arguments."""
@@ -83,14 +99,7 @@ def run_mpi(prog, args, backend: str = "cpu", comm=None) -> list:
     local = [np.ascontiguousarray(s.shard(np.asarray(a, dtype=t.element_type.dtype), rank))
              for a, s, t in zip(args, prog.in_shardings, prog.global_in_types)]
     ctx = MpiContext(comm)
-    if backend == "interpreter":
-        from axle.interpreter.evaluator import Evaluator
-        results = Evaluator(prog.module).call_function("main", local, ctx)
-    elif backend == "cpu":
-        from axle.backends.cpu.multi import compiled_program_runner
-        results = compiled_program_runner(prog.module)("main", local, ctx)
-    else:
-        raise ValueError(f"unknown backend {backend!r}; known: interpreter, cpu")
+    results = _runner(prog, backend)("main", local, ctx)
     blocks = comm.allgather([np.asarray(r) for r in results])
     return [s.assemble({p: blocks[p][j] for p in range(n)}, t.shape)
             for j, (s, t) in enumerate(zip(prog.out_shardings, prog.global_out_types))]
@@ -102,6 +111,7 @@ def main(argv=None) -> int:
     ap.add_argument("args", help=".npz with arg0, arg1, ...")
     ap.add_argument("out", help=".npz written by rank 0 with out0, out1, ...")
     ap.add_argument("--backend", default="cpu", choices=("cpu", "interpreter"))
+    ap.add_argument("--time", type=int, default=0, metavar="REPS", help="then time REPS steps (rank 0 prints)")
     a = ap.parse_args(argv)
     from mpi4py import MPI
     from axle.ir import parse_module
@@ -110,9 +120,22 @@ def main(argv=None) -> int:
         prog = partition(parse_module(fh.read(), a.module))
     data = np.load(a.args)
     args = [data[f"arg{i}"] for i in range(len(prog.in_shardings))]
-    outs = run_mpi(prog, args, a.backend, MPI.COMM_WORLD)
-    if MPI.COMM_WORLD.Get_rank() == 0:
+    comm = MPI.COMM_WORLD
+    outs = run_mpi(prog, args, a.backend, comm)
+    if comm.Get_rank() == 0:
         np.savez(a.out, **{f"out{i}": o for i, o in enumerate(outs)})
+    if a.time:
+        times = []
+        for _ in range(a.time):
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            run_mpi(prog, args, a.backend, comm)
+            times.append(MPI.Wtime() - t0)
+        if comm.Get_rank() == 0:
+            times.sort()
+            print(f"time per step over {comm.Get_size()} processes: median {times[len(times) // 2] * 1e3:.1f} ms "
+                  f"[{times[0] * 1e3:.1f}-{times[-1] * 1e3:.1f}] of {len(times)} (splitting and assembling "
+                  f"the global arrays included)", flush=True)
     return 0
 
 
