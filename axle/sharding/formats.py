@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 

@@ -16,7 +16,7 @@ index is the mixed-radix number of c over d's axes (major first): `shard_index`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 

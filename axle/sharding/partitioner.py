@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from axle.ir.attributes import IntegerAttr, StringAttr, TypeAttr
+from axle.ir.attributes import IntegerAttr
 from axle.ir.core import Module, OpResult, Operation, make_function
-from axle.ir.types import FunctionType, TensorType, element_type
+from axle.ir.types import TensorType, element_type
 from axle.passes.dead_code import DeadCode
 from axle.passes.inline import Inline, clone_ops, clone_region
 from axle.sharding.mesh import Mesh, NamedSharding

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from axle.ir.attributes import (DenseArrayAttr, DenseElementsAttr, IntegerAttr, StructAttr, UnitAttr,
+from axle.ir.attributes import (DenseElementsAttr, IntegerAttr, StructAttr, UnitAttr,
                                 dense_array)
 from axle.ir.core import Block, Operation, Region
 from axle.ir.types import TensorType, element_type

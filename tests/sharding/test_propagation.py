@@ -1,6 +1,5 @@
 """Sharding propagation: the choice at each op, its explanation, and that the partitioned
 program still computes the unsharded result (interpreter)."""
-import pytest
 
 from axle.sharding.propagation import propagate
 from test_reshard import _check, _module
