@@ -104,6 +104,7 @@ def emit_collective(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the op key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.name)
     with _LOCK:
         key = len(_OPS)
         _OPS[key] = op
@@ -126,11 +127,17 @@ def _materialize(ctx: Context, v):
 
 
 def _check_custom_call(op: Operation) -> None:
-    """Targets registered with axle.register_custom_call, on tensors, and the JAX targets
-    compiled code runs itself (kernels_jax.py); others name the JAX API that emitted them."""
+    """Targets registered with axle.register_custom_call, on tensors, native handlers
+    registered with axle.register_ffi_target (kernels_ffi.py), and the JAX targets compiled
+    code runs itself (kernels_jax.py); others name the JAX API that emitted them."""
+    from axle.backends.ffi import lookup
     from axle.interpreter.evaluator import _CUSTOM_CALLS
     from axle.ir.types import TensorType
     target = op.attr("call_target_name")
+    if lookup(target) is not None:
+        from axle.backends.cpu.kernels_ffi import check_ffi_call
+        check_ffi_call(op)
+        return
     if target not in _CUSTOM_CALLS:
         from axle.backends.cpu.kernels_jax import NATIVE_TARGETS
         if target in NATIVE_TARGETS:
@@ -149,8 +156,13 @@ def _check_custom_call(op: Operation) -> None:
 # collectives): operands are copied out of the buffers, results copied back in.
 @kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)
 def emit_custom_call(ctx: Context, op: Operation) -> None:
+    from axle.backends.ffi import lookup
     from axle.interpreter.evaluator import _CUSTOM_CALLS
     target = op.attr("call_target_name")
+    handler = lookup(target)
+    if handler is not None:  # a native handler with XLA's FFI ABI
+        from axle.backends.cpu.kernels_ffi import emit_ffi_call
+        return emit_ffi_call(ctx, op, handler)
     if target not in _CUSTOM_CALLS:
         from axle.backends.cpu.kernels_jax import NATIVE_TARGETS
         if target in NATIVE_TARGETS:
