@@ -61,3 +61,28 @@ class PartitionedRunner:
 
 def run_partitioned(prog, args: Sequence, backend: str = "cpu") -> list:
     return PartitionedRunner(prog, backend)(*args)
+
+
+class ShardedExecutable:
+    """A module annotated for several devices, partitioned and run on this process's N
+    devices: `execute(global arrays) -> global arrays`, like a one-device executable
+    (what `axle.jax.jit(..., in_shardings=, out_shardings=)` runs). `program` is the
+    PartitionedProgram (its `report()` lists the collectives)."""
+
+    def __init__(self, module, backend: str = "cpu", function: str = "main"):
+        from axle.sharding.partitioner import partition
+        self.program = partition(module, function)
+        self._runner = PartitionedRunner(self.program, backend, function)
+
+    def execute(self, args) -> list:
+        return self._runner(*args)
+
+    def __call__(self, *args):
+        outs = self.execute(args)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def is_sharded(module) -> bool:
+    """Whether a module asks for several devices (mhlo.num_partitions > 1)."""
+    n = module.attributes.get("mhlo.num_partitions")
+    return n is not None and getattr(n, "value", 1) > 1
