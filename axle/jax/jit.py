@@ -254,7 +254,11 @@ class Jitted:
                 f"with ordered=True, are not supported)")
         donated = tuple(i for i, info in enumerate(tree_util.tree_leaves(lowered.args_info)) if info.donated)
         options, hint = _compile_options(self.compile_options, donated)
-        executable = axle.compile(module, backend=self.backend, **options)
+        from axle.sharding.run import ShardedExecutable, is_sharded
+        if is_sharded(module):  # in_shardings / out_shardings over several devices: partition (docs/sharding.md)
+            executable, hint = ShardedExecutable(module, backend=self.backend), False
+        else:
+            executable = axle.compile(module, backend=self.backend, **options)
         self.compiles += 1
         out_avals = _out_avals(lowered)
         return _Entry(lowered, text, executable, tuple(np.dtype(t.dtype) for t in in_types),
