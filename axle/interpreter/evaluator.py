@@ -225,6 +225,9 @@ def _custom_call(ev: Evaluator, op, frame, ctx):
                                f"(register one with axle.interpreter.register_custom_call)")
     call = ev.make_call(op, frame, ctx)
     call.name = target
+    # copies: a target that writes to its operands must not change the program's values
+    # (or the caller's arrays); compiled code hands it copies too
+    call.operands = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in call.operands]
     return ev.results_of(op, fn(call))
 
 
@@ -259,7 +262,9 @@ def run_function(module: Module, args: Sequence, function: Optional[str] = None,
     """Run a function of `module` (default: main) and return the list of its results."""
     ev = Evaluator(module, program_runner)
     fn = module.function(function) if function else module.main
-    args = check_arguments(fn, args)
+    # the program works on its own copies: `return %a` must not hand back the caller's
+    # array (compiled code returns fresh buffers), nor may anything write to it
+    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in check_arguments(fn, args)]
     if ctx is None:
         from axle.interpreter.collectives import ExecContext
         ctx = ExecContext.single_process(lambda name, a, c: ev.call_function(name, a, c))
