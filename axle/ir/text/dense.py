@@ -86,4 +86,9 @@ def array_from_hex(data: bytes, t: TensorType) -> np.ndarray:
         raise ValueError(f"hex data has {len(data)} bytes; {t} needs {n * item}")
     if et.is_bool:
         return np.frombuffer(data, dtype=np.uint8).astype(np.bool_).reshape(shape)
-    return np.frombuffer(data, dtype=dt).reshape(shape).copy()
+    out = np.frombuffer(data, dtype=dt).reshape(shape).copy()
+    if et.is_int and et.bitwidth < 8:
+        # one sub-byte element per byte: bits above the element's (0xF8 for the i4 -8) are
+        # not part of the value; keep the canonical byte, or equal constants differ
+        out = out.astype(np.int16 if not et.is_unsigned else np.uint16).astype(dt)
+    return out
