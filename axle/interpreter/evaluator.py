@@ -16,6 +16,7 @@ from axle.ir.core import Block, Module, Operation, Region, Value
 from axle.ir.types import TensorType, Type
 from axle.interpreter.ops_quant import is_quantized_call, quantized_call
 from axle.interpreter.registry import InterpreterError, OpCall, lookup
+from axle.limits import check_buffer, tensor_bytes
 
 _CUSTOM_CALLS: dict[str, Callable[[OpCall], Any]] = {}
 
@@ -133,6 +134,9 @@ class Evaluator:
         impl = lookup(name)
         if impl is None:
             raise InterpreterError(f"the interpreter has no implementation of {op.where()}")
+        if not batched:  # before numpy allocates it (a clear error, not an OOM kill)
+            for r in op.results:
+                check_buffer(tensor_bytes(r.type), "the result", op)
         call = self.make_call(op, frame, ctx)
         try:
             if is_quantized_call(call):

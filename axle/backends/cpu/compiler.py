@@ -28,6 +28,7 @@ from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
 from axle.ir.core import Block, Module, Operation, Value
 from axle.ir.types import TensorType
+from axle.limits import check_compile_time
 
 ALIGN = 64
 DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
@@ -598,6 +599,8 @@ class Context:
             if timer is not None:
                 timer.start()
             kd = KERNELS.get(op.name)
+            if level == 0:
+                check_compile_time(f"kernel {len(self.kernels) - 1} ({op.name})")
             if level == 0 and self.split_kernels:
                 with self.kernel_function(f"k{len(self.kernels) - 1}.{op.name.split('.')[-1]}"):
                     (kd.fn if kd is not None else emit_elementwise)(self, op)

@@ -62,6 +62,8 @@ class NativeProgram:
         self.from_disk = from_disk
         self._jit, addrs = link_object(obj, ["axle_entry", "axle_call"])
         self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(addrs["axle_entry"])
+        from axle.limits import check_buffer
+        check_buffer(program.arena_bytes, "the temporaries (one arena) of the program")
         self.n_args = len(program.arg_types)
         n = self.n_args + len(program.result_types)
         self._call: Optional[Callable] = None
