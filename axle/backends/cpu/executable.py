@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from axle import forks
 from axle import profiler as _profiler
 from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
@@ -37,7 +38,7 @@ from axle.ir.core import Module
 from axle.ir.types import TensorType
 
 _CACHE: dict = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 MAX_TRAMPOLINE_ARGS = 250  # beyond this, the pointer table is filled from Python
 
 
@@ -137,7 +138,7 @@ class CpuExecutable:
         self.entry = entry
         self.options = dict(options)
         self._pipeline = pipeline
-        self._pipeline_lock = threading.Lock()
+        self._pipeline_lock = forks.lock()
         self.function = module.function(entry)
         self.fingerprint = fingerprint(module)
         types = list(self.function.function_type.inputs)

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 from llvmlite import ir
 
+from axle import forks
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
@@ -34,7 +35,7 @@ COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce
 HOST_OPS = COLLECTIVES + ("interpreter.probe", "check.expect_serialized_eq")
 
 _OPS: dict[int, Operation] = {}  # key -> op (kept alive as long as the process)
-_LOCK = threading.Lock()
+_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 _local = threading.local()
 
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
