@@ -23,6 +23,7 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
+from axle.backends.cpu import status
 from axle.backends.cpu.costs import MOVES
 from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
@@ -118,6 +119,7 @@ class Program:
     cacheable: bool = True  # False when the code holds addresses valid only in this process
     host_callbacks: bool = False  # calls back into Python (errors are checked after a call)
     profile_offset: Optional[int] = None  # profile=True: arena offset of the kernel timestamps
+    status_offset: Optional[int] = None  # arena offset of the status word (status.py), if used
 
     def buffer_report(self, top: int = 5) -> str:
         """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
@@ -608,6 +610,8 @@ class Context:
                 (kd.fn if kd is not None else emit_elementwise)(self, op)
             if timer is not None:
                 timer.stop()
+            if level == 0 and self.host_callbacks:  # a callback raised: stop now (status.py)
+                status.return_if_failed(self)
             # buffer assignment: a temporary whose last reader has run can be reused
             for v_id in last_read.get(id(op), ()):
                 v = by_id.get(v_id)
@@ -1019,8 +1023,10 @@ def _compile_function(module: Module, entry: str, profile: bool) -> Program:
     ctx.b.ret_void()
     _emit_trampoline(mod, func, n_args + n_res)
     profile_offset = ctx.timer.finish() if ctx.timer is not None else None
+    status_offset = status.finish(ctx)
     return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
-                   ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset)
+                   ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset,
+                   status_offset)
 
 
 PYARRAY_DATA_OFFSET = 16  # offsetof(PyArrayObject, data): after the object header (refcount, type)

@@ -95,6 +95,10 @@ class NativeProgram:
             arena = self._local.arena_ptr
         except AttributeError:
             arena = self._scratch().arena_ptr
+        if self.program.host_callbacks:  # where callbacks report an error (status.py)
+            from axle.backends.cpu.kernels_collective import start_call
+            off = self.program.status_offset
+            start_call(None if off is None else arena + off)
         if self._call is not None:
             self._call(*args, *outs, arena)
         else:

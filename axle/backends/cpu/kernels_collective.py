@@ -53,6 +53,23 @@ def device_context(ctx):
         _local.ctx = old
 
 
+def record_error(e: BaseException) -> None:
+    """In a host callback: keep the first exception of this call for check_errors and set
+    the call's status word, so that the compiled code stops (status.py)."""
+    if getattr(_local, "error", None) is None:
+        _local.error = e
+    addr = getattr(_local, "status_addr", None)
+    if addr:
+        ctypes.c_int64.from_address(addr).value = 1
+
+
+def start_call(addr) -> None:
+    """Before a call of a program with callbacks: where its status word is, cleared."""
+    _local.status_addr = addr
+    if addr:
+        ctypes.c_int64.from_address(addr).value = 0
+
+
 def check_errors() -> None:
     err = getattr(_local, "error", None)
     if err is not None:
@@ -92,7 +109,7 @@ def _host(key: int, table) -> None:
         for j, (r, v) in enumerate(zip(op.results, outs)):
             np.copyto(_view(table[n_in + j], r.type), v)
     except BaseException as e:  # must not unwind through native frames
-        _local.error = e
+        record_error(e)
 
 
 _CALLBACK = _CALLBACK_TYPE(_host)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from axle.backends.cpu import status
 from axle.backends.cpu.compiler import Context, check_supported, kernel
 from axle.backends.cpu.emitter import _ty
 from axle.ir.core import Operation
@@ -50,7 +51,10 @@ def while_(ctx: Context, op: Operation) -> None:
             continue
         t = _ty(r)
         em.loop_nest(list(t.shape), lambda idx, s=s, dst=dst, t=t: _copy_elem(em, s, dst, t, idx))
-    b.branch(head)
+    if ctx.host_callbacks:  # a callback raised (a custom call, a check): leave the loop now
+        b.cbranch(status.failed(ctx), done, head)
+    else:
+        b.branch(head)
     b.position_at_end(done)
     for tok in tokens:
         if tok is not None:

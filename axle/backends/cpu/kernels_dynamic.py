@@ -40,8 +40,7 @@ _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_
 
 def _fail(key: int, table) -> None:
     try:
-        if getattr(_kc._local, "error", None) is None:
-            _kc._local.error = RuntimeCheckError(_MESSAGES.get(key, "run-time check failed"))
+        _kc.record_error(RuntimeCheckError(_MESSAGES.get(key, "run-time check failed")))
     except BaseException:  # must not unwind through native frames
         pass
 

@@ -73,7 +73,7 @@ def _effect_host(key: int, table) -> None:
                 np.copyto(_kc._view(table[k], r.type), v)
                 k += 1
     except BaseException as e:  # must not unwind through native frames
-        _kc._local.error = e
+        _kc.record_error(e)
 
 
 _EFFECT_CALLBACK = _CALLBACK_TYPE(_effect_host)

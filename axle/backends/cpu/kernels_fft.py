@@ -80,7 +80,7 @@ def _host(key: int, table) -> None:
         x = _view(table[0], ishape, idt)
         np.copyto(_view(table[1], oshape, odt), compute(fft_type, lengths, x, oshape, odt))
     except BaseException as e:  # must not unwind through native frames
-        _kc._local.error = e
+        _kc.record_error(e)
 
 
 _CALLBACK = _CALLBACK_TYPE(_host)
