@@ -33,6 +33,9 @@ from axle.limits import check_compile_time
 
 ALIGN = 64
 DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
+# A fused chain longer than this gets a buffer: the elemental emitter and the planners walk
+# fused producers recursively (a 5000-op elementwise chain was a RecursionError)
+MAX_FUSION_DEPTH = 64
 
 
 @dataclass
@@ -511,8 +514,10 @@ class Context:
                 targets[id(v)] = dst
         want = set()
         cost: dict[int, int] = {}  # id(value) -> ops recomputed per element when it is read fused
+        depth: dict[int, int] = {}  # id(value) -> length of the fused chain computing it
         for op in ops:
             kd = KERNELS.get(op.name)
+            chain = 1 + max((depth.get(id(v), 0) for v in op.operands if id(v) not in want), default=0)
             cheap = op.name == "stablehlo.constant"  # read in place (splat or global data)
             if kd is None:
                 c = (0 if op.name in MOVES else 1) + sum(cost.get(id(v), 0) for v in op.operands
@@ -530,6 +535,9 @@ class Context:
                         cost[id(r)] = c
                 else:
                     cost[id(r)] = c if kd is None else 0
+                if chain > MAX_FUSION_DEPTH:  # the emitter recurses once per fused op
+                    want.add(id(r))
+                depth[id(r)] = 0 if id(r) in want else chain
             if kd is not None and kd.memory_operands:
                 for v in op.operands:
                     o = getattr(v, "owner", None)
