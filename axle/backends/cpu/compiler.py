@@ -16,6 +16,7 @@ if, case bodies) are compiled by `ctx.emit_block`.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -152,6 +153,11 @@ def nbytes(t: TensorType) -> int:
 
 
 def check_supported(block: Block) -> None:
+    checked = getattr(_FREE, "checked", None)  # blocks checked in this compilation
+    if checked is not None:
+        if id(block) in checked:
+            return  # (nested loops: each level would check every block below it again)
+        checked.add(id(block))
     for op in block.operations:
         if op.name in ("func.return", "stablehlo.return"):
             continue
@@ -638,10 +644,7 @@ def _fusion_of(op: Operation, want: set, block: Block) -> tuple[list, list]:
     inner: set = set()  # blocks nested in the kernel's ops: their values are not inputs
 
     def expand(o: Operation) -> list:
-        for x in o.walk():
-            for r in x.regions:
-                inner.update(id(b) for b in r.blocks)
-        return _reads(o)
+        return _reads(o)  # values defined outside o only (so none from `inner` blocks)
 
     stack = expand(op)
     while stack:
@@ -826,12 +829,38 @@ def _deps(v: Value, want: set, block: Block, memo: dict) -> set:
 
 def _reads(op: Operation) -> list:
     """Operands of op and the outside values its regions use."""
-    vals = list(op.operands)
+    return list(op.operands) + _free_values(op) if op.regions else list(op.operands)
+
+
+# during one _compile_function: .memo: id(op) -> its free values; .checked: ids of checked blocks
+_FREE = threading.local()
+
+
+def _free_values(op: Operation) -> list:
+    """The values op's regions use that are defined outside op, each once, in order of
+    first use. Memoized per compilation, so that nested while loops cost time linear in
+    their depth (walking every subtree again at each level was quadratic)."""
+    memo = getattr(_FREE, "memo", None)
+    if memo is not None and id(op) in memo:
+        return memo[id(op)]
+    defined: set = set()
     for r in op.regions:
-        for inner in r.blocks[0].operations if r.blocks else []:
-            for o in inner.walk():
-                vals.extend(o.operands)
-    return vals
+        for blk in r.blocks:
+            defined.update(id(a) for a in blk.arguments)
+            for inner in blk.operations:
+                defined.update(id(x) for x in inner.results)
+    out: list = []
+    seen: set = set()
+    for r in op.regions:
+        for blk in r.blocks:
+            for inner in blk.operations:
+                for v in (_reads(inner) if inner.regions else inner.operands):
+                    if id(v) not in defined and id(v) not in seen:
+                        seen.add(id(v))
+                        out.append(v)
+    if memo is not None:
+        memo[id(op)] = out
+    return out
 
 
 def _last_readers(block: Block, want: set, ops: Optional[list] = None) -> dict:
@@ -1007,6 +1036,14 @@ def compile_function(module: Module, entry: str = "main", profile: bool = False)
 
 
 def _compile_function(module: Module, entry: str, profile: bool) -> Program:
+    _FREE.memo, _FREE.checked = {}, set()
+    try:
+        return _compile_function_body(module, entry, profile)
+    finally:
+        _FREE.memo = _FREE.checked = None
+
+
+def _compile_function_body(module: Module, entry: str, profile: bool) -> Program:
     load_kernels()
     from axle.passes.lower_quant import prepare_for_cpu
     module = prepare_for_cpu(module)  # quantized types -> integer/float ops (in a copy)
