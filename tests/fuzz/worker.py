@@ -141,13 +141,25 @@ def case_program(c: dict) -> None:
     answer from the CPU backend (and `expect`, when given, from both)."""
     args = [_array(a) for a in c.get("inputs", [])]
     if c.get("expect_exception"):  # e.g. a custom call that raises inside a loop
+        f = axle.compile(c["text"])
+        _fail_on_third.n = 0
         try:
-            axle.compile(c["text"])(*args)
+            f(*args)
         except Exception as e:
             if type(e).__name__ != c["expect_exception"]:
                 raise Finding(f"{type(e).__name__} instead of {c['expect_exception']}: {e}")
+            if _fail_on_third.n != 3:  # stopped at once: no call after the one that raised
+                raise Finding(f"the program went on after the error: {_fail_on_third.n} custom calls")
             return
         raise Finding(f"no {c['expect_exception']}")
+    if c.get("expect_verify_error"):  # verify() (or the parser) must refuse the program
+        try:
+            verify(parse_module(c["text"]))
+        except (ParseError, VerificationError):
+            return
+        except Exception as e:
+            raise Finding(f"{type(e).__name__} (not a ParseError/VerificationError): {e}")
+        raise Finding("verify() accepted the program")
     try:
         m = parse_module(c["text"])
         verify(m)
