@@ -17,6 +17,7 @@ unbounded time. The flags' help text is in axle/flags.py (`axle flags` lists the
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -50,6 +51,11 @@ def _physical_memory() -> int:
 def max_buffer_bytes() -> int:
     """--max_buffer_bytes, or half of what this process may use: the physical memory, or
     its address-space limit (ulimit -v) when that is lower."""
+    return _buffer_limit(os.environ.get("AXLE_FLAGS", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _buffer_limit(flags_text: str) -> int:  # (the interpreter asks once per op: keep it cheap)
     v = int(_flag("max_buffer_bytes"))
     if v > 0:
         return v
@@ -64,16 +70,21 @@ def max_buffer_bytes() -> int:
     return total // 2
 
 
+_ITEMSIZE: dict = {}
+
+
 def tensor_bytes(t) -> Optional[int]:
     """Bytes of a statically shaped tensor type (None for anything else)."""
     shape = getattr(t, "shape", None)
     et = getattr(t, "element_type", None)
     if shape is None or et is None or any(d is None for d in shape):
         return None
-    try:
-        item = np.dtype(et.np_dtype).itemsize
-    except (AttributeError, TypeError):
-        return None
+    item = _ITEMSIZE.get(et)
+    if item is None:
+        try:
+            item = _ITEMSIZE[et] = np.dtype(et.np_dtype).itemsize
+        except (AttributeError, TypeError):
+            return None
     n = 1
     for d in shape:
         n *= int(d)

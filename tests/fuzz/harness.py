@@ -43,6 +43,7 @@ import gen  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CONFORMANCE = os.path.join(ROOT, "..", "shared", "conformance")
+STARTUP_SECONDS = 300.0  # importing axle on a loaded machine
 
 
 class Worker:
@@ -60,6 +61,12 @@ class Worker:
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "worker.py")], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                                      preexec_fn=_limit_memory)
+        # the worker says when its imports are done, so they never count against a case
+        ready, _, _ = select.select([self.proc.stdout], [], [], max(self.timeout, STARTUP_SECONDS))
+        if not ready or not self.proc.stdout.readline():
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("the fuzz worker did not start")
 
     def run(self, case: dict) -> tuple[str, str]:
         if self.proc is None or self.proc.poll() is not None:
