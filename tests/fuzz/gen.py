@@ -136,10 +136,16 @@ def random_program(seed: int) -> dict:
     vals = [f"%a{k}" for k in range(n_args)]
     approx = False
     is_float = et in FLOATS
+    inexact: set = set()  # values computed by approximate ops (libm vs polynomials: ulps apart)
     for k in range(rng.randint(1, 8)):
         r = f"%v{k}"
         choice = rng.random()
         x, y = rng.choice(vals), rng.choice(vals)
+        if (x in inexact or y in inexact) and rng.random() < 0.9:
+            # a discontinuous op (remainder, floor, compare, ...) turns an ulp into any
+            # difference: give those exact inputs
+            exact = [v for v in vals if v not in inexact]
+            x, y = rng.choice(exact), rng.choice(exact)
         if choice < 0.45:
             op = rng.choice(EXACT_FLOAT_BINARY if is_float else INT_BINARY)
             approx |= op in APPROXIMATE
@@ -173,6 +179,9 @@ def random_program(seed: int) -> dict:
             lines.append(f"  {r} = stablehlo.reverse {x}, dims = [{dims}] : {t}")
         else:
             lines.append(f"  {r} = stablehlo.negate {x} : {t}")
+        if any(f" {v}" in lines[-1] or f"({v}" in lines[-1] for v in inexact) or \
+                any(f"stablehlo.{op} " in lines[-1] for op in APPROXIMATE):
+            inexact.add(r)
         vals.append(r)
     lines.append(f"  return {vals[-1]} : {t}")
     lines.append("}")
