@@ -79,7 +79,8 @@ NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes
       "i8": np.int8, "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui32": np.uint32,
       "ui64": np.uint64, "i1": np.bool_}
 
-EXACT_FLOAT_BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "remainder", "atan2", "power"]
+EXACT_FLOAT_BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "remainder", "atan2", "power",
+                      "chlo.next_after"]
 EXACT_FLOAT_UNARY = ["abs", "negate", "sign", "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sqrt"]
 APPROX_FLOAT_UNARY = ["exponential", "log", "tanh", "logistic", "sine", "cosine", "exponential_minus_one",
                       "log_plus_one", "rsqrt", "cbrt"]
@@ -132,7 +133,8 @@ def random_program(seed: int) -> dict:
     shape = rng.choice([(8,), (3, 5), (0,), (2, 0, 3), (1,), (4, 4), (65536,), (300, 7)])
     n_args = rng.randint(1, 3)
     t = f"tensor<{'x'.join(map(str, shape))}x{et}>" if shape else f"tensor<{et}>"
-    lines = [f"func.func @main({', '.join(f'%a{k}: {t}' for k in range(n_args))}, %idx: tensor<i64>) -> {t} {{"]
+    it = rng.choice(["i64", "ui64", "i32", "ui32", "i8"])  # the type of the index argument %idx
+    lines = [f"func.func @main({', '.join(f'%a{k}: {t}' for k in range(n_args))}, %idx: tensor<{it}>) -> {t} {{"]
     vals = [f"%a{k}" for k in range(n_args)]
     approx = False
     is_float = et in FLOATS
@@ -149,7 +151,10 @@ def random_program(seed: int) -> dict:
         if choice < 0.45:
             op = rng.choice(EXACT_FLOAT_BINARY if is_float else INT_BINARY)
             approx |= op in APPROXIMATE
-            lines.append(f"  {r} = stablehlo.{op} {x}, {y} : {t}")
+            if op.startswith("chlo."):
+                lines.append(f"  {r} = {op} {x}, {y} : ({t}, {t}) -> {t}")
+            else:
+                lines.append(f"  {r} = stablehlo.{op} {x}, {y} : {t}")
         elif choice < 0.7:
             pool = EXACT_FLOAT_UNARY + APPROX_FLOAT_UNARY if is_float else \
                 [u for u in INT_UNARY if not (et.startswith("ui") and u in ("abs", "negate", "sign"))]
@@ -171,9 +176,9 @@ def random_program(seed: int) -> dict:
             st = f"tensor<{'x'.join(map(str, size))}x{et}>"
             idx = ", ".join(["%idx"] * len(shape))
             lines.append(f"  {r}s = stablehlo.dynamic_slice {x}, {idx}, sizes = [{', '.join(map(str, size))}] : "
-                         f"({t}, {', '.join(['tensor<i64>'] * len(shape))}) -> {st}")
+                         f"({t}, {', '.join([f'tensor<{it}>'] * len(shape))}) -> {st}")
             lines.append(f"  {r} = stablehlo.dynamic_update_slice {y}, {r}s, {idx} : "
-                         f"({t}, {st}, {', '.join(['tensor<i64>'] * len(shape))}) -> {t}")
+                         f"({t}, {st}, {', '.join([f'tensor<{it}>'] * len(shape))}) -> {t}")
         elif shape:
             dims = ", ".join(str(d) for d in range(len(shape)) if rng.random() < 0.5) or "0"
             lines.append(f"  {r} = stablehlo.reverse {x}, dims = [{dims}] : {t}")
@@ -185,9 +190,16 @@ def random_program(seed: int) -> dict:
         vals.append(r)
     lines.append(f"  return {vals[-1]} : {t}")
     lines.append("}")
-    return {"text": "\n".join(lines), "et": et, "shape": shape, "n_args": n_args, "approx": approx}
+    return {"text": "\n".join(lines), "et": et, "shape": shape, "n_args": n_args, "approx": approx,
+            "index_type": it}
 
 
-def index_value(seed: int) -> np.ndarray:
+def index_value(seed: int, index_type: str = "i64") -> np.ndarray:
+    """An adversarial start index of `index_type`: negative, huge, out of range (ui64 at or
+    above 2^63 must clamp to the end)."""
     rng = random.Random(seed ^ 0x5DEECE66D)
-    return np.array(rng.choice([0, 1, -1, 3, -(2**63), 2**63 - 1, 2**31, -(2**31) - 1, 1000]), np.int64)
+    dt = NP[index_type]
+    info = np.iinfo(dt)
+    v = rng.choice([0, 1, -1, 3, 1000, int(info.max), int(info.min), int(info.max) // 2 + 1, 2**63, 2**63 + 5,
+                    -(2**31) - 1, 2**31])
+    return np.array(min(max(v, int(info.min)), int(info.max)), dt)

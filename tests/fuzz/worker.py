@@ -104,7 +104,7 @@ def case_diff(c: dict) -> None:
     p = gen.random_program(c["seed"]) if "text" not in c else c
     text = p["text"]
     shape = tuple(p["shape"])
-    args = gen.program_inputs(p["et"], shape, p["n_args"], c["seed"]) + [gen.index_value(c["seed"])]
+    args = gen.program_inputs(p["et"], shape, p["n_args"], c["seed"]) + [gen.index_value(c["seed"], p.get("index_type", "i64"))]
     try:
         with np.errstate(all="ignore"):
             want = axle.interpret(parse_module(text), *args)
