@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 EXAMPLE := axle/examples/gpt2_block.mlir
 CONFORMANCE ?= ../shared/conformance
 
-.PHONY: run test setup conformance bench clean jax-programs
+.PHONY: run test setup conformance bench clean jax-programs fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,6 +23,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
+
+# fuzz campaigns (tests/fuzz/harness.py): parser, differential, bad arguments, cache faults,
+# threads, fork; findings (minimized) go to build/fuzz; `make test` runs a short round and
+# replays tests/fuzz/corpus
+FUZZ_SECONDS ?= 1800
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz/harness.py --seconds $(FUZZ_SECONDS) --out build/fuzz --json build/fuzz/summary.json
 
 bench: $(STAMP)
 	$(BIN)/axle bench --write benchmarks/RESULTS.md

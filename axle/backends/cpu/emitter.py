@@ -288,6 +288,9 @@ class Emitter:
         et = rt.element_type
         if name == "stablehlo.constant":
             arr = op.attributes["value"].array
+            if arr.size > 1 and all(s == 0 for s in arr.strides):  # a lazy splat: one value
+                v = arr.reshape(-1)[0]
+                return S.constant(et, float(v) if arr.dtype.kind == "f" or et.name == "bf16" else v)
             flat = arr.reshape(-1)
             if arr.size and (flat == flat[0]).all() and not (et.is_float and np.isnan(flat[0]) and not
                                                               np.isnan(flat).all()):
@@ -300,6 +303,8 @@ class Emitter:
             # the global is made once per constant; the pointer cast is made in each function
             g = self._const_globals.get(id(op))
             if g is None:
+                from axle.limits import check_constant
+                check_constant(arr.size * arr.itemsize, "the constant", op)
                 g = self._const_globals[id(op)] = self.global_bytes(np.ascontiguousarray(
                     arr.astype(np.uint8) if et.is_bool else arr).tobytes())
             ptr = self.element_ptr(self.b.bitcast(g, I8.as_pointer()), et, self.linear(idx, rt.shape))

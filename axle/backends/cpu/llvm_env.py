@@ -8,14 +8,21 @@ every module is verified before code generation.
 """
 from __future__ import annotations
 
-import threading
 from functools import lru_cache
 
 import llvmlite.binding as llvm
 
+from axle import forks
 from axle.profiler import phase
 
-_LOCK = threading.RLock()  # re-entrant: building the thread pool links code too
+# re-entrant: building the thread pool links code too; held across fork() (axle/forks.py):
+# a child forked while another thread was inside LLVM deadlocked on its first compile
+_LOCK = forks.lock(rlock=True, guard_fork=True)
+try:  # ... and so is llvmlite's own lock, after ours (the order every llvmlite call nests them)
+    from llvmlite.binding import ffi as _ffi
+    forks.guard(_ffi.lib._lock._lock)
+except (ImportError, AttributeError):  # pragma: no cover - another llvmlite layout
+    pass
 
 
 @lru_cache(maxsize=None)

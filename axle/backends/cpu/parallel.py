@@ -40,6 +40,7 @@ import threading
 
 from llvmlite import ir
 
+from axle import forks
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 from axle.backends.cpu.scalar import I8, I64
 
@@ -258,7 +259,7 @@ define void @axle_pool_configure(i64 %workers, i64 %spin) {
 }
 """
 
-_LOCK = threading.RLock()
+_LOCK = forks.lock(rlock=True)  # unlocked again in a forked child (axle/forks.py)
 _STATE: dict = {}  # "ready": bool once tried; "handle", "configure", "threads"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from axle.backends.cpu import fastmath
-from axle.backends.cpu.scalar import F32, F64, I1, Unsupported, constant, reg_type
+from axle.backends.cpu.scalar import F32, F64, I1, I32, Unsupported, constant, reg_type
 from axle.backends.cpu.scalar_f8 import canonical_nan, is_f8, narrow_float, round_to_odd_f32
 from axle.ir.types import ELEMENT_TYPES
 
@@ -633,7 +633,38 @@ for _n, _f in _CHLO_LIBM.items():
 def _next_after(e, et, a, op):
     if not _is_float(et):
         raise Unsupported(f"chlo.next_after on {et}")
-    return e.libm("nextafter", a)
+    if et.name not in ("f16", "bf16", "f32", "f64"):
+        return e.libm("nextafter", a)
+    return _next_after_bits(e.b, et, *a)
+
+
+def _next_after_bits(b, et, x, y):
+    """C's nextafter on the bit patterns of `et` itself: computing it in a wider type and
+    rounding back gave -inf for nextafter(-inf, 0) and 0 for nextafter(-0, 1) on f16/bf16.
+    bf16 registers are f32 with 16 zero low bits: their top half is the bf16 pattern."""
+    n = et.bitwidth
+    it = ir.IntType(n)
+    zero = ir.Constant(x.type, 0.0)
+
+    def bits(v):
+        if et.name == "bf16":
+            return b.trunc(b.lshr(b.bitcast(v, I32), ir.Constant(I32, 16)), it)
+        return b.bitcast(v, it)
+
+    def value(i):
+        if et.name == "bf16":
+            return b.bitcast(b.shl(b.zext(i, I32), ir.Constant(I32, 16)), x.type)
+        return b.bitcast(i, x.type)
+
+    xi, yi = bits(x), bits(y)
+    one = ir.Constant(it, 1)
+    # away from zero when x > 0 and y > x, or x < 0 and y < x: the magnitude grows
+    grow = b.icmp_unsigned("==", b.fcmp_ordered(">", x, zero), b.fcmp_ordered("<", x, y))
+    step = b.select(grow, b.add(xi, one), b.sub(xi, one))
+    tiniest = b.or_(b.and_(yi, ir.Constant(it, 1 << (n - 1))), one)  # toward y's sign
+    r = b.select(b.fcmp_ordered("==", x, zero), tiniest, step)
+    r = b.select(b.fcmp_ordered("==", x, y), yi, r)
+    return b.select(b.fcmp_unordered("uno", x, y), b.fadd(x, y), value(r))
 
 
 RULES["chlo.next_after"] = _dispatcher("chlo.next_after", _next_after)

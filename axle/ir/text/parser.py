@@ -542,7 +542,8 @@ class Parser(Cursor):
             return np.zeros(shape, dtype=et.np_dtype)
         if not isinstance(raw, list):  # splat
             v = self._convert_token(raw, et)
-            return np.full(shape, v, dtype=et.np_dtype) if not et.is_bool else np.full(shape, bool(v))
+            one = np.array(v, dtype=et.np_dtype) if not et.is_bool else np.array(bool(v))
+            return np.broadcast_to(one, shape)  # lazy: no memory for its size (is_lazy_splat)
         flat = []
         got_shape = _tree_shape(raw, flat)
         if got_shape is None:
