@@ -6,7 +6,7 @@
 """
 __version__ = "0.1.0"
 
-__all__ = ["compile", "interpret", "parse_module", "register_custom_call", "__version__",
+__all__ = ["compile", "interpret", "parse_module", "register_custom_call", "load_exported", "__version__",
            "client", "devices", "device_put", "save", "load", "metrics", "reset_metrics", "available_backends",
            "CompileOptions", "register_ffi_target"]
 
@@ -26,6 +26,9 @@ def __getattr__(name):  # lazy: `import axle` stays cheap
         # and, as a host call, in compiled CPU programs
         from axle.interpreter.evaluator import register_custom_call
         return register_custom_call
+    if name == "load_exported":  # a jax.export artifact (bytes or path) compiled by axle; needs jax
+        from axle.jax.export import load_exported
+        return load_exported
     if name == "parse_module":
         from axle.ir import parse_module
         return parse_module

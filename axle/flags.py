@@ -6,6 +6,7 @@ Each flag has help text here; `axle flags` (or `describe()`) lists them.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from dataclasses import dataclass
@@ -32,12 +33,24 @@ FLAGS = {f.name: f for f in [
                                         "'axle.compile', level WARNING) which part of the cache key "
                                         "differs from the closest earlier compile of the same entry: "
                                         "module, signature, options or environment"),
+    # resource limits (axle/limits.py): exceeding one raises axle.limits.ResourceLimitError
+    Flag("max_constant_bytes", 1 << 30, "largest constant (bytes) the interpreter or a backend may "
+                                        "materialize; splats are held as one element until then; 0: no limit"),
+    Flag("max_buffer_bytes", 0, "largest single tensor (bytes: argument, result or temporary) the "
+                                "interpreter computes or the CPU backend allocates; 0: half the physical memory"),
+    Flag("compile_time_budget_s", 0.0, "seconds one compilation (passes and code generation) may take, "
+                                       "checked between passes and kernels; 0: no budget"),
 ]}
 
 
 def flag(name: str):
-    """The current value of one flag (AXLE_FLAGS is read on each call; it is short)."""
-    return parse_flags()[name]
+    """The current value of one flag (AXLE_FLAGS is read on each call, parsed once per text)."""
+    return _parsed(os.environ.get("AXLE_FLAGS", ""))[name]
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> dict:
+    return parse_flags(text)
 
 
 def parse_flags(text: Optional[str] = None) -> dict:
@@ -54,6 +67,11 @@ def parse_flags(text: Optional[str] = None) -> dict:
         default = FLAGS[name].default
         if isinstance(default, bool):
             out[name] = value.lower() not in ("0", "false", "no") if value else True
+        elif isinstance(default, float):
+            try:
+                out[name] = float(value)
+            except ValueError:
+                raise ValueError(f"AXLE_FLAGS: --{name} expects a number, got {value!r}") from None
         elif isinstance(default, int):
             try:
                 out[name] = int(value)

@@ -36,6 +36,8 @@ import threading
 import time
 from typing import Iterator, Optional
 
+from axle import forks
+
 ACTIVE: Optional["Profiler"] = None  # the profiler being recorded into, or None
 
 if hasattr(time, "clock_gettime_ns") and hasattr(time, "CLOCK_MONOTONIC"):
@@ -57,7 +59,7 @@ class Profiler:
         self.pid = os.getpid()
         self.events: list[dict] = []  # complete events with absolute ns times (converted on output)
         self._tids: dict[int, int] = {}
-        self._lock = threading.Lock()
+        self._lock = forks.lock()
 
     # -- recording
     def _tid(self) -> int:

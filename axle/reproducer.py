@@ -51,7 +51,8 @@ def user_error_types() -> tuple:
     from axle.interpreter.evaluator import ArgumentError
     from axle.ir.text.cursor import ParseError
     from axle.ir.verifier import VerificationError
-    return (ParseError, VerificationError, Unsupported, ArgumentError)
+    from axle.limits import ResourceLimitError
+    return (ParseError, VerificationError, Unsupported, ArgumentError, ResourceLimitError)
 
 
 def is_user_error(e: BaseException) -> bool:

@@ -372,16 +372,14 @@ def _zeros(t) -> np.ndarray:
 def _reduce_values(call: OpCall, values: list, result_type) -> np.ndarray:
     """Folds `values` (same-shaped arrays, in process-group order) element by element with
     the op's region: computation(...computation(v0, v1)..., vn)."""
+    from axle.interpreter.ops_reduce import Body  # whole arrays at once when the body is elementwise
     dtype = result_type.element_type.dtype
     values = [np.asarray(v).astype(dtype) for v in values]
-    result = np.empty(values[0].shape, dtype=dtype)
-    body = call.regions[0]
-    for index in np.ndindex(*values[0].shape):
-        acc = np.asarray(values[0][index])
-        for v in values[1:]:
-            acc = np.asarray(body(acc, np.asarray(v[index]))[0])
-        result[index] = acc
-    return result
+    body = Body(call, 0, [dtype])
+    acc = values[0]
+    for v in values[1:]:
+        acc = np.asarray(body(acc, v)[0]).astype(dtype, copy=False)
+    return acc.reshape(values[0].shape)
 
 
 # ---------------------------------------------------------------- ops

@@ -16,6 +16,7 @@ from axle.ir.core import Block, Module, Operation, Region, Value
 from axle.ir.types import TensorType, Type
 from axle.interpreter.ops_quant import is_quantized_call, quantized_call
 from axle.interpreter.registry import InterpreterError, OpCall, lookup
+from axle.limits import check_buffer, tensor_bytes
 
 _CUSTOM_CALLS: dict[str, Callable[[OpCall], Any]] = {}
 
@@ -133,6 +134,9 @@ class Evaluator:
         impl = lookup(name)
         if impl is None:
             raise InterpreterError(f"the interpreter has no implementation of {op.where()}")
+        if not batched:  # before numpy allocates it (a clear error, not an OOM kill)
+            for r in op.results:
+                check_buffer(tensor_bytes(r.type), "the result", op)
         call = self.make_call(op, frame, ctx)
         try:
             if is_quantized_call(call):
@@ -224,11 +228,15 @@ def _custom_call(ev: Evaluator, op, frame, ctx):
         if out is not None:
             return out
     from axle.interpreter.ops_check import CHECK_TARGETS
-    fn = CHECK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
+    from axle.interpreter.ops_lapack import LAPACK_TARGETS
+    fn = CHECK_TARGETS.get(target) or LAPACK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
     if fn is None:
         raise InterpreterError(unsupported_target_message(target, op.where(), "the interpreter"))
     call = ev.make_call(op, frame, ctx)
     call.name = target
+    # copies: a target that writes to its operands must not change the program's values
+    # (or the caller's arrays); compiled code hands it copies too
+    call.operands = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in call.operands]
     return ev.results_of(op, fn(call))
 
 
@@ -263,7 +271,9 @@ def run_function(module: Module, args: Sequence, function: Optional[str] = None,
     """Run a function of `module` (default: main) and return the list of its results."""
     ev = Evaluator(module, program_runner)
     fn = module.function(function) if function else module.main
-    args = check_arguments(fn, args)
+    # the program works on its own copies: `return %a` must not hand back the caller's
+    # array (compiled code returns fresh buffers), nor may anything write to it
+    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in check_arguments(fn, args)]
     if ctx is None:
         from axle.interpreter.collectives import ExecContext
         ctx = ExecContext.single_process(lambda name, a, c: ev.call_function(name, a, c))

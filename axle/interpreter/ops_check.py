@@ -39,10 +39,10 @@ module-level `DEFAULT_PROBES`, which `reset_default_probes()` clears.
 from __future__ import annotations
 
 import sys
-import threading
 
 import numpy as np
 
+from axle import forks
 from axle.ir.types import element_type_of
 from axle.interpreter.collectives import ProbeStore
 from axle.interpreter.numerics import raw_bits
@@ -277,7 +277,7 @@ def check_expect_serialized_eq(call: OpCall):
     return []
 
 
-_PRINT_LOCK = threading.Lock()
+_PRINT_LOCK = forks.lock()
 
 
 @register("interpreter.print")

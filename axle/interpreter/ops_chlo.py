@@ -38,8 +38,11 @@ def is_pole(x):
 
 
 def lgamma(x):
-    """log|Gamma(x)|; +inf at the poles and at +-inf."""
-    return np.where(np.isinf(x), np.inf, scipy.special.gammaln(x))
+    """log|Gamma(x)|; +inf at the poles and at +-inf. Near zero (|x| < 2^-60) it is
+    -log|x| to within an ulp: scipy's gammaln overflows to inf below ~5.6e-309."""
+    with np.errstate(divide="ignore"):
+        tiny = -np.log(np.abs(x))
+    return np.where(np.isinf(x), np.inf, np.where(np.abs(x) < 2.0**-60, tiny, scipy.special.gammaln(x)))
 
 
 def digamma(x):

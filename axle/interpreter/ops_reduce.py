@@ -170,7 +170,8 @@ def reduce_last_axis(body: Body, values: list[np.ndarray], inits: list[np.ndarra
     k = values[0].shape[-1]
     batch = values[0].shape[:-1]
     if k == 0:
-        return [np.ascontiguousarray(np.broadcast_to(init, batch)).astype(d)
+        # np.array, not np.ascontiguousarray: that one makes a 0-d result 1-d
+        return [np.array(np.broadcast_to(init, batch)).astype(d)
                 for init, d in zip(inits, body.dtypes)]
     while k > FOLD_BLOCK:
         blocks = k // FOLD_BLOCK

@@ -127,6 +127,9 @@ def _coerce_constant(value: np.ndarray, et) -> np.ndarray:
 def constant(call: OpCall):
     value = np.asarray(call.attrs["value"])
     t = call.result_type
+    if value.size > 1 and all(s == 0 for s in value.strides):  # a lazy splat (attributes.py)
+        from axle.limits import check_constant
+        check_constant(value.size * value.itemsize, f"the constant {t}")
     if not isinstance(t, TensorType):
         return value
     value = _coerce_constant(value, t.element_type)

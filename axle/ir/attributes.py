@@ -154,6 +154,13 @@ class DenseArrayAttr(Attribute):
         return f"array<{self.element_type}: {vals}>"
 
 
+def is_lazy_splat(a: np.ndarray) -> bool:
+    """An array of more than one element that is one value broadcast (all strides 0): the
+    parser holds splat constants this way, so that their size costs no memory until a
+    consumer materializes them (and checks its resource limits first)."""
+    return a.size > 1 and all(s == 0 for s in a.strides)
+
+
 class DenseElementsAttr(Attribute):
     """`dense<...> : tensor<...>`: a constant tensor, held as a numpy array.
 
@@ -175,13 +182,18 @@ class DenseElementsAttr(Attribute):
         a = self.array
         if a.size == 0:
             return False
+        if is_lazy_splat(a):
+            return True
         rows = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, -1)
         return bool(np.all(rows == rows[:1]))
 
     def key(self):
         if self._key is None:
-            self._key = (self.type, self.array.dtype.str, self.array.shape,
-                         np.ascontiguousarray(self.array).tobytes())
+            a = self.array
+            # a splat's key is its one element, so that `dense<1> : tensor<9511627776xi1>`
+            # (held lazily, see is_lazy_splat) is never materialized to be compared
+            data = (b"splat", a.reshape(-1)[:1].tobytes()) if self.is_splat else np.ascontiguousarray(a).tobytes()
+            self._key = (self.type, a.dtype.str, a.shape, data)
         return self._key
 
     def __eq__(self, other):

@@ -118,12 +118,18 @@ class Operation:
         return default if a is None else a.to_python()
 
     def walk(self) -> Iterator["Operation"]:
-        """This op and every op nested in its regions, in pre-order."""
+        """This op and every op nested in its regions, in pre-order. An explicit stack of
+        iterators: recursive `yield from` cost O(depth) per op of deeply nested regions."""
         yield self
-        for r in self.regions:
-            for b in r.blocks:
-                for op in b.operations:
-                    yield from op.walk()
+        stack = [iter([op for r in self.regions for b in r.blocks for op in b.operations])]
+        while stack:
+            op = next(stack[-1], None)
+            if op is None:
+                stack.pop()
+                continue
+            yield op
+            if op.regions:
+                stack.append(iter([o for r in op.regions for b in r.blocks for o in b.operations]))
 
     def where(self) -> str:
         """`'stablehlo.add' at file:3:5` — for error messages: the op's loc(...) if it has

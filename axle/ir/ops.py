@@ -207,3 +207,7 @@ def lookup(name: str) -> Optional[OpDef]:
 
 def is_known(name: str) -> bool:
     return lookup(name) is not None
+
+
+# torch-mlir and other exporters write tensor constants with arith: same form and meaning
+ALIASES["arith.constant"] = "stablehlo.constant"

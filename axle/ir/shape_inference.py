@@ -283,6 +283,14 @@ class _Ctx:
         return arr.tolist(), arr.shape
 
 
+def _as_int(x) -> int:
+    """A dimension number: an integer (1e400 or 1.5 in dimension numbers is malformed, not
+    an OverflowError or a silent truncation)."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise ValueError(f"expected an integer dimension number, found {x!r}")
+    return int(x)
+
+
 def ints_of(a: Attribute) -> Optional[list[int]]:
     """A list of Python ints from a DenseArrayAttr, 1-D DenseElementsAttr, ArrayAttr of
     IntegerAttr or a single IntegerAttr; None when the attribute is none of those."""
@@ -774,7 +782,7 @@ def _pad(c: _Ctx):
 def _dot_dims(c: _Ctx):
     a = c.raw("dot_dimension_numbers")
     d = a.to_python() if a is not None else {}
-    get = lambda k: [int(x) for x in d.get(k, [])]  # noqa: E731
+    get = lambda k: [_as_int(x) for x in d.get(k, [])]  # noqa: E731
     return (get("lhs_batching_dimensions"), get("rhs_batching_dimensions"),
             get("lhs_contracting_dimensions"), get("rhs_contracting_dimensions"))
 
@@ -968,12 +976,12 @@ def _dynamic_gather(c: _Ctx):
 def _gather_common(c: _Ctx, operand: TensorType, idx: TensorType, sizes, batching: bool):
     dn = c.raw("dimension_numbers")
     d = dn.to_python() if dn is not None else c.fail(None, "missing attribute 'dimension_numbers'")
-    offset = [int(x) for x in d.get("offset_dims", [])]
-    collapsed = [int(x) for x in d.get("collapsed_slice_dims", [])]
-    obatch = [int(x) for x in d.get("operand_batching_dims", [])]
-    ibatch = [int(x) for x in d.get("start_indices_batching_dims", [])]
-    sim = [int(x) for x in d.get("start_index_map", [])]
-    ivd = int(d.get("index_vector_dim", 0))
+    offset = [_as_int(x) for x in d.get("offset_dims", [])]
+    collapsed = [_as_int(x) for x in d.get("collapsed_slice_dims", [])]
+    obatch = [_as_int(x) for x in d.get("operand_batching_dims", [])]
+    ibatch = [_as_int(x) for x in d.get("start_indices_batching_dims", [])]
+    sim = [_as_int(x) for x in d.get("start_index_map", [])]
+    ivd = _as_int(d.get("index_vector_dim", 0))
     C = (lambda k: k) if batching else (lambda k: {"C1": "C1", "C2": "C2", "C3": "C3", "C4": "C4", "C5": "C5",
                                                    "C6": "C6", "C7": "C6", "C8": "C7", "C9": "C8",
                                                    "C18": "C9", "C19": "C10", "C20": "C11", "C21": "C12",
@@ -1068,12 +1076,12 @@ def _scatter(c: _Ctx):
     N = (n3 - 1) // 2
     inputs, idx, updates = c.tensors(0, N), c.tensor(N), c.tensors(N + 1)
     d = c.value("scatter_dimension_numbers")
-    uwd = [int(x) for x in d.get("update_window_dims", [])]
-    iwd = [int(x) for x in d.get("inserted_window_dims", [])]
-    ibd = [int(x) for x in d.get("input_batching_dims", [])]
-    sibd = [int(x) for x in d.get("scatter_indices_batching_dims", [])]
-    sdod = [int(x) for x in d.get("scatter_dims_to_operand_dims", [])]
-    ivd = int(d.get("index_vector_dim", 0))
+    uwd = [_as_int(x) for x in d.get("update_window_dims", [])]
+    iwd = [_as_int(x) for x in d.get("inserted_window_dims", [])]
+    ibd = [_as_int(x) for x in d.get("input_batching_dims", [])]
+    sibd = [_as_int(x) for x in d.get("scatter_indices_batching_dims", [])]
+    sdod = [_as_int(x) for x in d.get("scatter_dims_to_operand_dims", [])]
+    ivd = _as_int(d.get("index_vector_dim", 0))
     in0, up0 = inputs[0], updates[0]
     R, I = in0.rank, idx.rank
     _same_shape(c, inputs, "C1")
@@ -1327,6 +1335,9 @@ def _fft(c: _Ctx):
     k = len(n)
     if kind in ("FFT", "IFFT"):
         c.need(kind_matches(et, {"complex"}), "C2", f"{kind} needs a complex operand, found {t}")
+        # not a numbered spec constraint, but XLA's rule: backends transform exactly these dims
+        c.need(shapes_compatible(shape[-k:], n), None,
+               f"the operand's trailing dimensions {_shape_text(shape[-k:])} must be fft_length {n}")
         res = et
     elif kind == "RFFT":
         c.need(et in (ELEMENT_TYPES["f32"], ELEMENT_TYPES["f64"]), "C2",

@@ -85,6 +85,16 @@ def verify_signatures(module: Module) -> None:
     for op in module.operations:
         if op.name == "func.func":
             _func(None, op)
+    stack = list(module.operations)  # and every type's own rules (cheap; an explicit stack)
+    while stack:
+        op = stack.pop()
+        for r in op.results:
+            _check_type(op, r.type)
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.arguments:
+                    _check_type(op, a.type)
+                stack.extend(block.operations)
 
 
 def verify_op(op: Operation, module: Optional[Module] = None) -> None:
@@ -129,6 +139,8 @@ class _Verifier:
         for i, v in enumerate(op.operands):
             if not any(v in s for s in scopes) and (self.root is None or _inside(v, self.root)):
                 _fail(op, f"operand #{i} ({v.type}) is not defined before its use")
+        for r in op.results:
+            _check_type(op, r.type)
         isolated = op.name in ("func.func", "sdy.manual_computation")
         for region in op.regions:
             self.region(op, region, [set()] if isolated else scopes)
@@ -142,6 +154,8 @@ class _Verifier:
                                                                                      "stablehlo.return")
         for block in region.blocks:
             local: set = set(block.arguments)
+            for a in block.arguments:
+                _check_type(parent, a.type)
             inner = scopes + [local]
             n = len(block.operations)
             _need(n > 0, parent, None, f"a block in a region of {parent.name} is empty; it must end in {want}")
@@ -180,6 +194,29 @@ class _Verifier:
 
 
 _MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
+def _check_type(op: Operation, t: Type) -> None:
+    """Rules of the type itself: a per-axis quantized tensor has one scale and zero point
+    per element of its quantized dimension (spec QuantizedTensorType C12, C13; compiled
+    code indexes the scale table by that dimension's index)."""
+    if isinstance(t, TupleType):
+        for e in t.types:
+            _check_type(op, e)
+        return
+    if not isinstance(t, TensorType) or not isinstance(t.element_type, QuantizedType):
+        return
+    q = t.element_type
+    _need(len(q.scales) == len(q.zero_points), op, None,
+          f"{t} has {len(q.scales)} scales but {len(q.zero_points)} zero points")
+    if q.quantized_dimension is None:
+        _need(len(q.scales) == 1, op, None, f"per-tensor quantized {t} must have one scale")
+        return
+    qd = q.quantized_dimension
+    _need(0 <= qd < t.rank, op, "C12", f"quantization dimension {qd} is out of range for {t}")
+    n = t.shape[qd]
+    _need(n is None or n == len(q.scales), op, "C13",
+          f"{t} needs {n} scales (the size of quantization dimension {qd}), found {len(q.scales)}")
 
 
 def _inside(value, root: Operation) -> bool:
@@ -583,6 +620,8 @@ def _func(v, op):
     _need(isinstance(ft, TypeAttr) and isinstance(ft.type, FunctionType), op, None,
           "a function needs a function_type")
     ft = ft.type
+    for t in (*ft.inputs, *ft.results):
+        _check_type(op, t)
     if op.is_declaration:
         return
     entry = op.regions[0].blocks[0]
@@ -660,6 +699,9 @@ def _dynamic_conv(v, op):
     _need(res.rank == N, op, "C26", f"result rank must be {N}, found {res}")
     _need(pad.rank == 2 and kind_matches(pad.element_type, {"int"}), op, "I3",
           f"padding must be a 2-d integer tensor, found {pad}")
+    for key, cons in (("window_strides", "C3"), ("lhs_dilation", "C6"), ("rhs_dilation", "C8")):
+        vals = _ints(op, key, [1])  # lengths are loose (above); a 0 or negative entry is not
+        _need(all(x > 0 for x in vals), op, cons, f"{key} must be positive, found {vals}")
     if not lhs.is_quantized and not rhs.is_quantized:
         _need(lhs.element_type == rhs.element_type, op, "C27",
               f"lhs and rhs element types must match, found {lhs.element_type} and {rhs.element_type}")

@@ -181,6 +181,9 @@ class _Emit:
                 return scalar
             dims: tuple = ()
         else:
+            if len(values) != shape[axis]:  # never broadcast a table of another size
+                raise ValueError(f"{len(values)} per-axis values for a quantized dimension of size "
+                                 f"{shape[axis]} (the verifier's C13 refuses such a type)")
             scalar = self.b.constant(values, TensorType((len(values),), et))
             dims = (axis,)
         return self.op(_SH + "broadcast_in_dim", [scalar], TensorType(tuple(shape), et),

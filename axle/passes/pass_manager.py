@@ -20,6 +20,7 @@ from typing import Callable, Optional, Sequence
 
 from axle import profiler as _profiler
 from axle.ir.core import Module
+from axle.limits import ResourceLimitError, check_compile_time
 
 
 class Pass:
@@ -120,10 +121,13 @@ class PassManager:
                         break
                 info.update(iterations=k + 1, changed=changed_any)
             return changed_any
+        check_compile_time(f"pass '{p.name}'")
         t0 = time.perf_counter()
         t0_ns = _profiler.now_ns() if _profiler.ACTIVE is not None else 0
         try:
             changed = bool(p.run(module))
+        except ResourceLimitError:
+            raise
         except Exception as e:
             raise PassError(f"pass '{p.name}' failed: {type(e).__name__}: {e}") from e
         self.records.append(PassRecord(p.name, time.perf_counter() - t0, changed))

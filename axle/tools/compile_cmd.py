@@ -9,6 +9,9 @@ writes with -o) one of:
   llvm       the LLVM IR as generated (one function per top-level kernel, k<N>.<op>)
   llvm-opt   the LLVM IR after LLVM's optimization pipeline
   asm        the host assembly
+  sharding   the SPMD partitioner's report (docs/sharding.md): the sharding chosen at each
+             op and why, then every collective inserted (where, why, bytes moved)
+  spmd       the per-device program the partitioner makes (MLIR text)
 
 MODULE is a .mlir file, '-' for stdin, or jax:NAME for a JAX workload of
 axle/tools/workloads.py (needs jax). A program with check ops (the StableHLO conformance
@@ -25,7 +28,8 @@ from typing import Optional
 EPILOG = """examples:
   axle compile model.mlir                      (fusion summary)
   axle compile model.mlir --emit llvm -o model.ll
-  axle compile jax:transformer_block --emit asm -o block.s"""
+  axle compile jax:transformer_block --emit asm -o block.s
+  axle compile sharded.mlir --emit sharding    (collectives inserted, and why)"""
 
 
 @dataclass
@@ -202,6 +206,20 @@ def _llvm_module(llvm_ir: str, opt: int):
     return mod, tm
 
 
+def _emit_sharding(a, name: str, text: str) -> int:
+    from axle.ir import parse_module
+    from axle.sharding import partition
+    prog = partition(parse_module(text, name), (a.function or "main").lstrip("@"))
+    out = prog.report() if a.emit == "sharding" else str(prog.module) + "\n"
+    if a.output:
+        with open(a.output, "w", encoding="utf-8") as fh:
+            fh.write(out)
+        print(f"wrote {a.output} ({a.emit}, {len(prog.collectives)} collectives)")
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
 def build_parser(prog: str = "axle compile") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description=__doc__, epilog=EPILOG,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -209,7 +227,8 @@ def build_parser(prog: str = "axle compile") -> argparse.ArgumentParser:
     ap.add_argument("-o", "--output", help="write here instead of stdout")
     ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                     help="gpu: --emit summary|llvm|ptx without a GPU (docs/gpu.md)")
-    ap.add_argument("--emit", choices=("summary", "llvm", "llvm-opt", "asm", "artifact", "ptx"), default=None,
+    ap.add_argument("--emit", choices=("summary", "llvm", "llvm-opt", "asm", "artifact", "sharding", "spmd", "ptx"),
+                    default=None,
                     help="what to print (default: summary; artifact when -o ends in .axle: an "
                          "ahead-of-time executable for axle.load, docs/runtime.md)")
     ap.add_argument("--function", help="function to compile (default: @main)")
@@ -229,6 +248,8 @@ def main(argv: Optional[list] = None) -> int:
         return _write_artifact(a)
     try:
         name, text, _ = read_module(a.module)
+        if a.emit in ("sharding", "spmd"):
+            return _emit_sharding(a, name, text)
         b = build(text, name, a.function, progress=True)
         if a.emit == "summary":
             out = fusion_summary(b.program, a.table, f"@{b.entry} of {name} after the cpu pipeline") + "\n"

@@ -16,6 +16,8 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
     from axle.backends.cpu.executable import CpuExecutable
     from axle.ir.verifier import verify_signatures
     verify_signatures(module)
+    from axle.limits import check_program, compile_budget
+    check_program(module)  # --max_buffer_bytes, before anything is allocated
     from axle.reproducer import guard_codegen, run_pipeline
     pipeline = None
     ran = [not passes]
@@ -25,7 +27,8 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
             # an internal error in a pass leaves a reproducer (axle/reproducer.py)
             run_pipeline(m, "cpu", entry=entry, options=options, dump_to=dump_to)
             ran[0] = True
-    with guard_codegen(module, entry, options, passes_done=lambda: ran[0]):  # ... and one in codegen
+    with compile_budget(f"compiling @{entry} for the cpu"), \
+            guard_codegen(module, entry, options, passes_done=lambda: ran[0]):  # ... and one in codegen
         if options.get("profile"):  # native per-kernel timing (profiling.py)
             from axle.backends.cpu.profiling import ProfiledExecutable
             return ProfiledExecutable(module, entry, pipeline, **options)

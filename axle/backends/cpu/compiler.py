@@ -16,6 +16,7 @@ if, case bodies) are compiled by `ctx.emit_block`.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -23,14 +24,19 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
+from axle.backends.cpu import status
 from axle.backends.cpu.costs import MOVES
 from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
 from axle.ir.core import Block, Module, Operation, Value
 from axle.ir.types import TensorType
+from axle.limits import check_compile_time
 
 ALIGN = 64
 DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
+# A fused chain longer than this gets a buffer: the elemental emitter and the planners walk
+# fused producers recursively (a 5000-op elementwise chain was a RecursionError)
+MAX_FUSION_DEPTH = 64
 
 
 @dataclass
@@ -119,6 +125,8 @@ class Program:
     profile_offset: Optional[int] = None  # profile=True: arena offset of the kernel timestamps
     aliases: dict = field(default_factory=dict)  # result k -> argument j whose memory it is written into
     alias_rejections: list = field(default_factory=list)  # why requested aliases were not used (aliasing.py)
+    host_ops: list = field(default_factory=list)  # ops computed in Python through host callbacks
+    status_offset: Optional[int] = None  # arena offset of the status word (status.py), if used
 
     def buffer_report(self, top: int = 5) -> str:
         """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
@@ -148,6 +156,11 @@ def nbytes(t: TensorType) -> int:
 
 
 def check_supported(block: Block) -> None:
+    checked = getattr(_FREE, "checked", None)  # blocks checked in this compilation
+    if checked is not None:
+        if id(block) in checked:
+            return  # (nested loops: each level would check every block below it again)
+        checked.add(id(block))
     for op in block.operations:
         if op.name in ("func.return", "stablehlo.return"):
             continue
@@ -267,6 +280,7 @@ class Context:
         self.kernels: list = []
         self.cacheable = True  # set False by kernels that bake process addresses into the code
         self.host_callbacks = False
+        self.host_ops: list = []  # names of the ops computed by host callbacks (conformance counts them)
         self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
         self.timer = None  # profile=True: a profiling.KernelTimer stamping each top-level kernel
         self.row_fusions: dict = {}  # id(host op) -> (outer rank, reductions, index maps): row_fusion.py
@@ -520,8 +534,10 @@ class Context:
                 targets[id(v)] = dst
         want = set()
         cost: dict[int, int] = {}  # id(value) -> ops recomputed per element when it is read fused
+        depth: dict[int, int] = {}  # id(value) -> length of the fused chain computing it
         for op in ops:
             kd = KERNELS.get(op.name)
+            chain = 1 + max((depth.get(id(v), 0) for v in op.operands if id(v) not in want), default=0)
             cheap = op.name == "stablehlo.constant"  # read in place (splat or global data)
             if kd is None:
                 c = (0 if op.name in MOVES else 1) + sum(cost.get(id(v), 0) for v in op.operands
@@ -539,6 +555,9 @@ class Context:
                         cost[id(r)] = c
                 else:
                     cost[id(r)] = c if kd is None else 0
+                if chain > MAX_FUSION_DEPTH:  # the emitter recurses once per fused op
+                    want.add(id(r))
+                depth[id(r)] = 0 if id(r) in want else chain
             if kd is not None and kd.memory_operands:
                 for v in op.operands:
                     o = getattr(v, "owner", None)
@@ -616,6 +635,8 @@ class Context:
             if timer is not None:
                 timer.start()
             kd = KERNELS.get(op.name)
+            if level == 0:
+                check_compile_time(f"kernel {len(self.kernels) - 1} ({op.name})")
             if level == 0 and self.split_kernels:
                 with self.kernel_function(f"k{len(self.kernels) - 1}.{op.name.split('.')[-1]}"):
                     (kd.fn if kd is not None else emit_elementwise)(self, op)
@@ -623,6 +644,8 @@ class Context:
                 (kd.fn if kd is not None else emit_elementwise)(self, op)
             if timer is not None:
                 timer.stop()
+            if level == 0 and self.host_callbacks:  # a callback raised: stop now (status.py)
+                status.return_if_failed(self)
             # buffer assignment: a temporary whose last reader has run can be reused
             for v_id in last_read.get(id(op), ()):
                 v = by_id.get(v_id)
@@ -663,10 +686,7 @@ def _fusion_of(op: Operation, want: set, block: Block) -> tuple[list, list]:
     inner: set = set()  # blocks nested in the kernel's ops: their values are not inputs
 
     def expand(o: Operation) -> list:
-        for x in o.walk():
-            for r in x.regions:
-                inner.update(id(b) for b in r.blocks)
-        return _reads(o)
+        return _reads(o)  # values defined outside o only (so none from `inner` blocks)
 
     stack = expand(op)
     while stack:
@@ -851,12 +871,38 @@ def _deps(v: Value, want: set, block: Block, memo: dict) -> set:
 
 def _reads(op: Operation) -> list:
     """Operands of op and the outside values its regions use."""
-    vals = list(op.operands)
+    return list(op.operands) + _free_values(op) if op.regions else list(op.operands)
+
+
+# during one _compile_function: .memo: id(op) -> its free values; .checked: ids of checked blocks
+_FREE = threading.local()
+
+
+def _free_values(op: Operation) -> list:
+    """The values op's regions use that are defined outside op, each once, in order of
+    first use. Memoized per compilation, so that nested while loops cost time linear in
+    their depth (walking every subtree again at each level was quadratic)."""
+    memo = getattr(_FREE, "memo", None)
+    if memo is not None and id(op) in memo:
+        return memo[id(op)]
+    defined: set = set()
     for r in op.regions:
-        for inner in r.blocks[0].operations if r.blocks else []:
-            for o in inner.walk():
-                vals.extend(o.operands)
-    return vals
+        for blk in r.blocks:
+            defined.update(id(a) for a in blk.arguments)
+            for inner in blk.operations:
+                defined.update(id(x) for x in inner.results)
+    out: list = []
+    seen: set = set()
+    for r in op.regions:
+        for blk in r.blocks:
+            for inner in blk.operations:
+                for v in (_reads(inner) if inner.regions else inner.operands):
+                    if id(v) not in defined and id(v) not in seen:
+                        seen.add(id(v))
+                        out.append(v)
+    if memo is not None:
+        memo[id(op)] = out
+    return out
 
 
 def _last_readers(block: Block, want: set, ops: Optional[list] = None) -> dict:
@@ -1012,7 +1058,7 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
     split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * inner * (1 + len(reds)))
 
 
-KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special')
+KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special', 'kernels_lapack')
 
 
 def load_kernels() -> None:
@@ -1035,6 +1081,14 @@ def compile_function(module: Module, entry: str = "main", profile: bool = False,
 
 
 def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) -> Program:
+    _FREE.memo, _FREE.checked = {}, set()
+    try:
+        return _compile_function_body(module, entry, profile, aliases)
+    finally:
+        _FREE.memo = _FREE.checked = None
+
+
+def _compile_function_body(module: Module, entry: str, profile: bool, aliases: dict) -> Program:
     load_kernels()
     from axle.passes.lower_quant import prepare_for_cpu
     module = prepare_for_cpu(module)  # quantized types -> integer/float ops (in a copy)
@@ -1060,9 +1114,11 @@ def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) 
     ctx.b.ret_void()
     _emit_trampoline(mod, func, n_args + n_res)
     profile_offset = ctx.timer.finish() if ctx.timer is not None else None
+    status_offset = status.finish(ctx)
     return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
                    ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset,
-                   ctx.aliases, ctx.alias_rejections)
+                   ctx.aliases, ctx.alias_rejections,
+                   sorted(set(ctx.host_ops)), status_offset)
 
 
 PYARRAY_DATA_OFFSET = 16  # offsetof(PyArrayObject, data): after the object header (refcount, type)

@@ -15,9 +15,11 @@ features (object code is tuned for them).
 Entry format (not pickle; nothing in it is executed except the object code it vouches
 for): b"AXLEOBJ1", u32 header length, a UTF-8 JSON header (key, versions, the program's
 result shapes, arena size and kernel summary, object size and sha256), the object file,
-and a trailing sha256 of everything before it. Loading checks magic, lengths, both
-digests, the key and the versions; any mismatch (a truncated write, a flipped bit, an
-entry from another version) deletes the entry and reports a miss, so it is recompiled.
+and a trailing sha256 of everything before it. Loading opens only regular files (never
+a symlink, FIFO or device: O_NOFOLLOW, O_NONBLOCK) of a bounded size, then checks magic,
+lengths, both digests, the key and the versions; any mismatch (a truncated write, a
+flipped bit, an entry from another version, a FIFO or a link to /dev/zero in its place)
+deletes the entry and reports a miss, so it is recompiled.
 Stores write a temporary file and rename it into place, so readers never see half an
 entry.
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import struct
 import tempfile
 import threading
@@ -39,6 +42,7 @@ from typing import Optional
 MAGIC = b"AXLEOBJ1"
 FORMAT_VERSION = 1
 DEFAULT_MAX_BYTES = 1 << 30
+MAX_ENTRY_BYTES = 1 << 30  # no object file of one program is larger
 
 _override = threading.local()
 
@@ -127,12 +131,8 @@ def load(key: str) -> Optional[tuple[dict, bytes]]:
     if d is None:
         return None
     path = _path(d, key)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    entry = _parse(data, key)
+    data = _read_entry(path)
+    entry = _parse(data, key) if data is not None else None
     if entry is None:
         try:
             os.remove(path)
@@ -144,6 +144,33 @@ def load(key: str) -> Optional[tuple[dict, bytes]]:
     except OSError:
         pass
     return entry
+
+
+def _read_entry(path: str) -> Optional[bytes]:
+    """The bytes of a cache entry, or None when there is none or it is not a regular file
+    of a sane size. O_NOFOLLOW and O_NONBLOCK: a FIFO (which would block the open or read
+    forever) or a symlink (to /dev/zero, which never ends) is never read."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:  # missing, or a symlink (ELOOP), or unreadable
+        return None if not os.path.islink(path) else b""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max(max_bytes(), MAX_ENTRY_BYTES):
+            return b""  # not an entry axle wrote: deleted by the caller as a bad one
+        chunks, left = [], st.st_size + 1  # one byte more: a file growing under us is bad
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _parse(data: bytes, key: str) -> Optional[tuple[dict, bytes]]:
@@ -197,7 +224,7 @@ def evict(directory: str, limit: int) -> None:
             if f.endswith(".axc"):
                 p = os.path.join(root, f)
                 try:
-                    st = os.stat(p)
+                    st = os.lstat(p)  # a symlink counts as itself, never its target
                 except OSError:
                     continue
                 entries.append((st.st_mtime, st.st_size, p))

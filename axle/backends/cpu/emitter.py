@@ -288,6 +288,9 @@ class Emitter:
         et = rt.element_type
         if name == "stablehlo.constant":
             arr = op.attributes["value"].array
+            if arr.size > 1 and all(s == 0 for s in arr.strides):  # a lazy splat: one value
+                v = arr.reshape(-1)[0]
+                return S.constant(et, float(v) if arr.dtype.kind == "f" or et.name == "bf16" else v)
             flat = arr.reshape(-1)
             if arr.size and (flat == flat[0]).all() and not (et.is_float and np.isnan(flat[0]) and not
                                                               np.isnan(flat).all()):
@@ -300,6 +303,8 @@ class Emitter:
             # the global is made once per constant; the pointer cast is made in each function
             g = self._const_globals.get(id(op))
             if g is None:
+                from axle.limits import check_constant
+                check_constant(arr.size * arr.itemsize, "the constant", op)
                 g = self._const_globals[id(op)] = self.global_bytes(np.ascontiguousarray(
                     arr.astype(np.uint8) if et.is_bool else arr).tobytes())
             ptr = self.element_ptr(self.b.bitcast(g, I8.as_pointer()), et, self.linear(idx, rt.shape))
@@ -345,16 +350,7 @@ class Emitter:
             if src.bitwidth != et.bitwidth or src.is_bool or et.is_bool:
                 from axle.backends.cpu.bitcast import bitcast_wide  # other widths: bitcast.py
                 return bitcast_wide(self, op, idx)
-            x = self.value_at(op.operands[0], idx)
-            if _f8.is_f8(src) or _f8.is_f8(et):
-                return _f8.bitcast(b, x, src, et)
-            if src.name == "bf16":  # the register is the f32 whose top half is the bf16
-                x = b.trunc(b.lshr(b.bitcast(x, S.I32), ir.Constant(S.I32, 16)), S.I16)
-                return x if et.is_int else b.bitcast(x, S.reg_type(et))
-            if et.name == "bf16":
-                bits = x if src.is_int else b.bitcast(x, S.I16)
-                return b.bitcast(b.shl(b.zext(bits, S.I32), ir.Constant(S.I32, 16)), S.F32)
-            return b.bitcast(x, S.reg_type(et))
+            return _bitcast_scalar(b, self.value_at(op.operands[0], idx), src, et)
         r = RULES.get(name)
         if r is None:
             raise Unsupported(op.where())
@@ -419,6 +415,11 @@ class Emitter:
                 out = self.op_at(op, [])
             elif op.name in ("stablehlo.real", "stablehlo.imag", "stablehlo.complex"):
                 out = _parts_scalar(self, op, ins)
+            elif op.name == "stablehlo.bitcast_convert":  # (total-order sort comparators)
+                src, dst = _ty(op.operands[0]).element_type, _ty(op.results[0]).element_type
+                if src.bitwidth != dst.bitwidth or src.is_bool or dst.is_bool or _ty(op.results[0]).shape != ():
+                    raise Unsupported(f"{op.where()}: bitcast_convert {src} -> {dst} in a region body")
+                out = _bitcast_scalar(self.b, ins[0], src, dst)
             elif r is None:
                 raise Unsupported(f"{op.where()} in a reduction body")
             else:
@@ -431,6 +432,21 @@ class Emitter:
         if t.shape != ():
             raise Unsupported("reduction body uses a non-scalar value from outside")
         return self.value_at(v, [])
+
+
+def _bitcast_scalar(b, x, src, et):
+    """bitcast_convert of one register between element types of the same width."""
+    if src == et:
+        return x
+    if _f8.is_f8(src) or _f8.is_f8(et):
+        return _f8.bitcast(b, x, src, et)
+    if src.name == "bf16":  # the register is the f32 whose top half is the bf16
+        x = b.trunc(b.lshr(b.bitcast(x, S.I32), ir.Constant(S.I32, 16)), S.I16)
+        return x if et.is_int else b.bitcast(x, S.reg_type(et))
+    if et.name == "bf16":
+        bits = x if src.is_int else b.bitcast(x, S.I16)
+        return b.bitcast(b.shl(b.zext(bits, S.I32), ir.Constant(S.I32, 16)), S.F32)
+    return b.bitcast(x, S.reg_type(et))
 
 
 def _parts_scalar(em, op, ins):

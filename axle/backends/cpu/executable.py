@@ -35,6 +35,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from axle import counters as _metrics
+from axle import forks
 from axle import profiler as _profiler
 from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
@@ -44,7 +45,7 @@ from axle.ir.core import Module
 from axle.ir.types import TensorType
 
 _CACHE: dict = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 MAX_TRAMPOLINE_ARGS = 250  # beyond this, the pointer table is filled from Python
 
 
@@ -69,6 +70,8 @@ class NativeProgram:
         self.from_disk = from_disk
         self._jit, addrs = link_object(obj, ["axle_entry", "axle_call"])
         self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(addrs["axle_entry"])
+        from axle.limits import check_buffer
+        check_buffer(program.arena_bytes, "the temporaries (one arena) of the program")
         self.n_args = len(program.arg_types)
         n = self.n_args + len(program.result_types)
         self._call: Optional[Callable] = None
@@ -104,6 +107,10 @@ class NativeProgram:
             arena = self._local.arena_ptr
         except AttributeError:
             arena = self._scratch().arena_ptr
+        if self.program.host_callbacks:  # where callbacks report an error (status.py)
+            from axle.backends.cpu.kernels_collective import start_call
+            off = self.program.status_offset
+            start_call(None if off is None else arena + off)
         if self._call is not None:
             self._call(*args, *outs, arena)
         else:
@@ -182,7 +189,7 @@ class CpuExecutable:
         self.entry = entry
         self.options = dict(options)
         self._pipeline = pipeline
-        self._pipeline_lock = threading.Lock()
+        self._pipeline_lock = forks.lock()
         self.function = module.function(entry)
         self.fingerprint = fingerprint(module)
         types = list(self.function.function_type.inputs)
@@ -290,7 +297,8 @@ class CpuExecutable:
         if self._static is not None and not self._static._alias and self._fast_ok(args):
             return self._static.run(args)
         from axle.interpreter.evaluator import check_arguments  # (lazy: the interpreter imports SciPy)
-        args = [np.ascontiguousarray(a) for a in check_arguments(self.function, list(args))]
+        # np.asarray(order="C") keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-d)
+        args = [np.asarray(a, order="C") for a in check_arguments(self.function, list(args))]
         prog = self._native(tuple(a.shape for a in args))
         if prog._alias:
             args = _own_donated(args, prog._alias, donate)

@@ -15,7 +15,7 @@ from axle.ir.types import f32
 
 # ops a scalar region body may hold besides the elementwise RULES (see Emitter.region_scalars)
 SCALAR_BODY_OPS = ("stablehlo.return", "stablehlo.convert", "stablehlo.constant", "stablehlo.real",
-                   "stablehlo.imag", "stablehlo.complex")
+                   "stablehlo.imag", "stablehlo.complex", "stablehlo.bitcast_convert")
 
 
 def _check_reduce(op: Operation) -> None:
@@ -264,6 +264,11 @@ def emit_dot(ctx: Context, op: Operation) -> None:
     shape = blas.gemm_shape(op)
     if shape is not None:
         blas.emit_gemm(ctx, op, shape)
+        return
+    from axle.backends.cpu.kernels_dot_packed import emit_packed_dot, packed_plan
+    plan = packed_plan(op)
+    if plan is not None:  # other element types and dimension orders: packed for BLAS
+        emit_packed_dot(ctx, op, plan)
         return
     em, b = ctx.em, ctx.b
     lhs, rhs = op.operands

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 from llvmlite import ir
 
+from axle import forks
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
@@ -34,7 +35,7 @@ COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce
 HOST_OPS = COLLECTIVES + ("interpreter.probe", "check.expect_serialized_eq")
 
 _OPS: dict[int, Operation] = {}  # key -> op (kept alive as long as the process)
-_LOCK = threading.Lock()
+_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 _local = threading.local()
 
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
@@ -50,6 +51,23 @@ def device_context(ctx):
         yield
     finally:
         _local.ctx = old
+
+
+def record_error(e: BaseException) -> None:
+    """In a host callback: keep the first exception of this call for check_errors and set
+    the call's status word, so that the compiled code stops (status.py)."""
+    if getattr(_local, "error", None) is None:
+        _local.error = e
+    addr = getattr(_local, "status_addr", None)
+    if addr:
+        ctypes.c_int64.from_address(addr).value = 1
+
+
+def start_call(addr) -> None:
+    """Before a call of a program with callbacks: where its status word is, cleared."""
+    _local.status_addr = addr
+    if addr:
+        ctypes.c_int64.from_address(addr).value = 0
 
 
 def check_errors() -> None:
@@ -91,7 +109,7 @@ def _host(key: int, table) -> None:
         for j, (r, v) in enumerate(zip(op.results, outs)):
             np.copyto(_view(table[n_in + j], r.type), v)
     except BaseException as e:  # must not unwind through native frames
-        _local.error = e
+        record_error(e)
 
 
 _CALLBACK = _CALLBACK_TYPE(_host)
@@ -104,6 +122,7 @@ def emit_collective(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the op key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.name)
     with _LOCK:
         key = len(_OPS)
         _OPS[key] = op

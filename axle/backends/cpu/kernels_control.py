@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import Context, check_supported, kernel
+from axle.backends.cpu import status
+from axle.backends.cpu.compiler import P8P, BufRef, Context, check_supported, kernel
 from axle.backends.cpu.emitter import _ty
 from axle.ir.core import Operation
+
+
+# Loops nested deeper than this run their bodies in functions of their own: LLVM's loop
+# passes took time quadratic in the depth of a loop nest within one function (200 nested
+# while loops: ~10 s), one loop per function keeps it linear
+OUTLINE_DEPTH = 6
 
 
 def _check_regions(op: Operation) -> None:
@@ -23,11 +30,14 @@ def _check_regions(op: Operation) -> None:
 def while_(ctx: Context, op: Operation) -> None:
     em, b = ctx.em, ctx.b
     cond, body = op.regions
+    outline = ctx._level >= OUTLINE_DEPTH and _table_buffers_only(ctx, op)
     carried = [ctx.buffer(r) for r in op.results]
     for v, dst in zip(op.operands, carried):
         ctx.copy(v, dst)
+    # the buffers as entered (BufRefs where they are table buffers: valid in any function)
+    refs = [dict.__getitem__(em.buffers, id(r)) for r in op.results]
     for blk in (cond.blocks[0], body.blocks[0]):
-        for a, buf in zip(blk.arguments, carried):
+        for a, buf in zip(blk.arguments, refs):  # (refs: valid in every function)
             em.buffers[id(a)] = buf
     rets = body.blocks[0].operations[-1].operands
     args = body.blocks[0].arguments
@@ -36,6 +46,8 @@ def while_(ctx: Context, op: Operation) -> None:
     tokens = [None if t or d else object() for t, d in zip(through, direct)]  # names the scratch buffers
     scratch = [carried[k] if direct[k] else None if through[k] else ctx.temp(_ty(r), tokens[k])
                for k, r in enumerate(op.results)]
+    scratch_refs = [refs[k] if direct[k] else None if through[k] else BufRef(*ctx._offsets[id(tokens[k])])
+                    for k in range(len(refs))]  # the same buffers, as refs
     head = b.append_basic_block("while.cond")
     loop = b.append_basic_block("while.body")
     done = b.append_basic_block("while.end")
@@ -44,17 +56,55 @@ def while_(ctx: Context, op: Operation) -> None:
     (pred,) = ctx.emit_block(cond.blocks[0])
     b.cbranch(em.value_at(pred, []), loop, done)
     b.position_at_end(loop)
-    ctx.emit_block(body.blocks[0], scratch)
+    if outline:  # deep nests: the body in a function of its own
+        fn = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8P]), ctx.mod.get_unique_name("while.body"))
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        with ctx.function_scope(fn, call=True):
+            ctx.emit_block(body.blocks[0], scratch_refs)
+    else:
+        ctx.emit_block(body.blocks[0], scratch_refs)
     for r, s, dst, d in zip(op.results, scratch, carried, direct):
         if s is None or d:
             continue
         t = _ty(r)
         em.loop_nest(list(t.shape), lambda idx, s=s, dst=dst, t=t: _copy_elem(em, s, dst, t, idx))
-    b.branch(head)
+    if ctx.host_callbacks:  # a callback raised (a custom call, a check): leave the loop now
+        b.cbranch(status.failed(ctx), done, head)
+    else:
+        b.branch(head)
     b.position_at_end(done)
     for tok in tokens:
         if tok is not None:
             ctx.release(tok)
+
+
+def _table_buffers_only(ctx: Context, op: Operation) -> bool:
+    """Whether every buffer the loop's body can reach is a BufRef (resolved through the
+    table in any function), not a pointer local to the function being emitted: its
+    results' buffers, and those of the values from outside it that it reads (through
+    fused producers)."""
+    from axle.backends.cpu.compiler import _free_values
+    bufs = ctx.em.buffers
+    stack = list(op.results) + list(_free_values(op))
+    seen: set = set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if id(v) in bufs:
+            if not isinstance(dict.__getitem__(bufs, id(v)), BufRef):
+                return False
+            continue
+        owner = getattr(v, "owner", None)
+        if isinstance(owner, Operation):  # a fused producer: what it reads
+            stack.extend(owner.operands)
+            if owner.regions:
+                stack.extend(_free_values(owner))
+        else:
+            return False  # a block argument without a buffer
+    return True
 
 
 def _updates_in_place(body, k: int) -> bool:
@@ -63,7 +113,7 @@ def _updates_in_place(body, k: int) -> bool:
     argument k lies in the tree of single-use elementwise ops that P computes in its own
     loop, so that element i of the argument is read only while computing element i of the
     result (an accumulator `acc + f(...)` where f does not read acc)."""
-    from axle.backends.cpu.compiler import is_elementwise
+    from axle.backends.cpu.compiler import _reads, is_elementwise
     ret = body.operations[-1]
     res = ret.operands[k]
     arg = body.arguments[k]
@@ -74,10 +124,9 @@ def _updates_in_place(body, k: int) -> bool:
     if not rt.is_static:
         return False
     uses: dict = {}
-    for o in body.operations:
-        for w in o.walk():
-            for v in w.operands:
-                uses.setdefault(id(v), []).append(w)
+    for o in body.operations:  # a use inside o's regions counts as o's (o is not elementwise)
+        for v in _reads(o):  # (memoized: not a walk of every nested loop at every level)
+            uses.setdefault(id(v), []).append(o)
 
     def linear(o) -> bool:
         return is_elementwise(o) and len(o.results) == 1 and list(_ty(o.results[0]).shape) == list(rt.shape)

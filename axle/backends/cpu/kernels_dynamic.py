@@ -14,10 +14,10 @@ sibling's index mapping, reading run-time paddings / starts / strides where the 
 from __future__ import annotations
 
 import ctypes
-import threading
 
 from llvmlite import ir
 
+from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
@@ -34,14 +34,13 @@ class RuntimeCheckError(ValueError):
 
 
 _MESSAGES: dict[int, str] = {}
-_LOCK = threading.Lock()
+_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
 
 def _fail(key: int, table) -> None:
     try:
-        if getattr(_kc._local, "error", None) is None:
-            _kc._local.error = RuntimeCheckError(_MESSAGES.get(key, "run-time check failed"))
+        _kc.record_error(RuntimeCheckError(_MESSAGES.get(key, "run-time check failed")))
     except BaseException:  # must not unwind through native frames
         pass
 

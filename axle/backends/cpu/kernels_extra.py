@@ -12,11 +12,11 @@
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 from llvmlite import ir
 
+from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty, element_mapper
@@ -45,7 +45,7 @@ kernel("stablehlo.collective_reduce", "interpreter.print", memory_operands=True)
 
 
 _EFFECTS: dict[int, Operation] = {}  # key -> the original op (kept alive as long as the process)
-_LOCK = threading.Lock()
+_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
 
@@ -73,7 +73,7 @@ def _effect_host(key: int, table) -> None:
                 np.copyto(_kc._view(table[k], r.type), v)
                 k += 1
     except BaseException as e:  # must not unwind through native frames
-        _kc._local.error = e
+        _kc.record_error(e)
 
 
 _EFFECT_CALLBACK = _CALLBACK_TYPE(_effect_host)
@@ -90,6 +90,7 @@ def host_effect(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.original.name)
     with _LOCK:
         key = len(_EFFECTS)
         _EFFECTS[key] = op.original

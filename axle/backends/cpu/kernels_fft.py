@@ -15,11 +15,11 @@ in this process only, so such programs are kept out of the disk cache.
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 from llvmlite import ir
 
+from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
@@ -28,7 +28,7 @@ from axle.ir.core import Operation
 
 _TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 _PLANS: dict[int, tuple] = {}  # key -> (fft_type, lengths, in shape/dtype, out shape/dtype)
-_LOCK = threading.Lock()
+_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
 
@@ -80,7 +80,7 @@ def _host(key: int, table) -> None:
         x = _view(table[0], ishape, idt)
         np.copyto(_view(table[1], oshape, odt), compute(fft_type, lengths, x, oshape, odt))
     except BaseException as e:  # must not unwind through native frames
-        _kc._local.error = e
+        _kc.record_error(e)
 
 
 _CALLBACK = _CALLBACK_TYPE(_host)
@@ -92,6 +92,7 @@ def emit_fft(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.name)
     ctx.mark_library("pocketfft")
     it, ot = _ty(op.operands[0]), _ty(op.results[0])
     plan = (str(op.attr("fft_type")), [int(n) for n in op.attr("fft_length")],

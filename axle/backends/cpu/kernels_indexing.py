@@ -25,6 +25,17 @@ def _index(em, v, idx):
     return em.b.zext(x, I64) if et.is_unsigned else em.b.sext(x, I64)
 
 
+def _start_index(em, v, idx):
+    """A start index as i64 for clamping: a ui64 value at or above 2^63 (negative as i64)
+    saturates to the largest i64, so that it clamps to the end, not the start."""
+    x = _index(em, v, idx)
+    et = _ty(v).element_type
+    if et.is_unsigned and et.bitwidth == 64:
+        big = em.const_i64(2**63 - 1)
+        x = em.b.select(em.b.icmp_signed("<", x, em.const_i64(0)), big, x)
+    return x
+
+
 def _clamp(em, x, lo: int, hi: int):
     b = em.b
     x = b.select(b.icmp_signed("<", x, em.const_i64(lo)), em.const_i64(lo), x)
@@ -39,7 +50,7 @@ def dynamic_slice_at(em, op: Operation, idx):
     sizes = op.attr("slice_sizes")
     src = []
     for d, i in enumerate(idx):
-        start = _clamp(em, _index(em, op.operands[1 + d], []), 0, shape[d] - sizes[d])
+        start = _clamp(em, _start_index(em, op.operands[1 + d], []), 0, shape[d] - sizes[d])
         src.append(em.b.add(i, start))
     return em.value_at(operand, src)
 
@@ -52,10 +63,14 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
     operand, update = op.operands[0], op.operands[1]
     r = op.results[0]
     t, ut = _ty(r), _ty(update)
+    if not ctx.same_buffer(operand, r):  # a large copy (a KV cache) is shared across the pool
+        from axle.backends.cpu.parallel import outer_dim, split_loop
+        et, shape = t.element_type, list(t.shape)
+        split_loop(ctx, shape, outer_dim(shape), lambda idx: S.store(
+            em.b, em.value_at(operand, idx), em.element_ptr(ctx.buffer(r), et, em.linear(idx, shape)), et))
+    b = ctx.b
     dst = ctx.buffer(r)
-    if not ctx.same_buffer(operand, r):
-        ctx.copy(operand, dst)
-    starts = [_clamp(em, _index(em, v, []), 0, t.shape[d] - ut.shape[d]) for d, v in enumerate(op.operands[2:])]
+    starts = [_clamp(em, _start_index(em, v, []), 0, t.shape[d] - ut.shape[d]) for d, v in enumerate(op.operands[2:])]
 
     def body(ui):
         ri = [b.add(i, s) for i, s in zip(ui, starts)]
@@ -70,11 +85,11 @@ def _start_vector(em, indices, batch_index: list, index_vector_dim: int):
     indices are scalars)."""
     it = _ty(indices)
     if index_vector_dim >= it.rank:
-        return [_index(em, indices, batch_index)]
+        return [_start_index(em, indices, batch_index)]
     out = []
     for k in range(it.shape[index_vector_dim]):
         full = batch_index[:index_vector_dim] + [em.const_i64(k)] + batch_index[index_vector_dim:]
-        out.append(_index(em, indices, full))
+        out.append(_start_index(em, indices, full))
     return out
 
 

@@ -8,14 +8,21 @@ every module is verified before code generation.
 """
 from __future__ import annotations
 
-import threading
 from functools import lru_cache
 
 import llvmlite.binding as llvm
 
+from axle import forks
 from axle.profiler import phase
 
-_LOCK = threading.RLock()  # re-entrant: building the thread pool links code too
+# re-entrant: building the thread pool links code too; held across fork() (axle/forks.py):
+# a child forked while another thread was inside LLVM deadlocked on its first compile
+_LOCK = forks.lock(rlock=True, guard_fork=True)
+try:  # ... and so is llvmlite's own lock, after ours (the order every llvmlite call nests them)
+    from llvmlite.binding import ffi as _ffi
+    forks.guard(_ffi.lib._lock._lock)
+except (ImportError, AttributeError):  # pragma: no cover - another llvmlite layout
+    pass
 
 
 @lru_cache(maxsize=None)
@@ -101,6 +108,9 @@ def link_object(obj: bytes, exports: list[str]):
         blas.available()  # registers the BLAS routines (code from the disk cache may call them)
         from axle.backends.cpu import parallel
         parallel.available()  # and the thread pool's entry point (axle_pool_run)
+        if b"axle_lapack_" in obj:  # LAPACK routines (kernels_lapack.py)
+            from axle.backends.cpu.lapack_symbols import register_symbols
+            register_symbols()
         lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)

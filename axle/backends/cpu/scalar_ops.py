@@ -10,8 +10,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from axle.backends.cpu import fastmath
-from axle.backends.cpu.scalar import F32, F64, I1, Unsupported, constant, reg_type
+from axle.backends.cpu.scalar import F32, F64, I1, I32, Unsupported, constant, reg_type
 from axle.backends.cpu.scalar_f8 import canonical_nan, is_f8, narrow_float, round_to_odd_f32
+from axle.ir.types import ELEMENT_TYPES
 
 RULES = {}
 COMPLEX_RULES = {}  # op name -> rule for complex operands (see the end of this file)
@@ -545,6 +546,32 @@ def _crsqrt(e, et, a, op):
     return _cdiv(e, et, [one, _narrow(e, et, re(e.b, z), im(e.b, z))], op)
 
 
+@_crule("cbrt")
+def _ccbrt(e, et, a, op):
+    """The principal cube root, as the interpreter: |z|^(1/3) at a third of arg(z)."""
+    b = e.b
+    r, i = _wide(e, a[0])
+    theta = b.fdiv(_libc(e, "atan2", [i, r], returns_complex=False), ir.Constant(F64, 3.0))
+    norm2 = b.fadd(b.fmul(r, r), b.fmul(i, i))
+    mag = _libc(e, "pow", [norm2, ir.Constant(F64, 1.0 / 6.0)], returns_complex=False)
+    cos = _libc(e, "cos", [theta], returns_complex=False)
+    sin = _libc(e, "sin", [theta], returns_complex=False)
+    return _narrow(e, et, b.fmul(mag, cos), b.fmul(mag, sin))
+
+
+@_crule("logistic")
+def _clogistic(e, et, a, op):
+    """1 / (1 + exp(-z)) in double, rounded once."""
+    b = e.b
+    r, i = _wide(e, a[0])
+    z = _libc(e, "cexp", [b.fneg(r), b.fneg(i)])
+    wide = ELEMENT_TYPES["complex<f64>"]
+    den = make(b, reg_type(wide), b.fadd(ir.Constant(F64, 1.0), re(b, z)), im(b, z))
+    one = make(b, reg_type(wide), ir.Constant(F64, 1.0), ir.Constant(F64, 0.0))
+    q = _cdiv(e, wide, [one, den], op)
+    return _narrow(e, et, re(b, q), im(b, q))
+
+
 @_crule("sign")
 def _csign(e, et, a, op):
     """z / |z|, and 0 for 0 (NaN stays NaN through the division)."""
@@ -606,7 +633,38 @@ for _n, _f in _CHLO_LIBM.items():
 def _next_after(e, et, a, op):
     if not _is_float(et):
         raise Unsupported(f"chlo.next_after on {et}")
-    return e.libm("nextafter", a)
+    if et.name not in ("f16", "bf16", "f32", "f64"):
+        return e.libm("nextafter", a)
+    return _next_after_bits(e.b, et, *a)
+
+
+def _next_after_bits(b, et, x, y):
+    """C's nextafter on the bit patterns of `et` itself: computing it in a wider type and
+    rounding back gave -inf for nextafter(-inf, 0) and 0 for nextafter(-0, 1) on f16/bf16.
+    bf16 registers are f32 with 16 zero low bits: their top half is the bf16 pattern."""
+    n = et.bitwidth
+    it = ir.IntType(n)
+    zero = ir.Constant(x.type, 0.0)
+
+    def bits(v):
+        if et.name == "bf16":
+            return b.trunc(b.lshr(b.bitcast(v, I32), ir.Constant(I32, 16)), it)
+        return b.bitcast(v, it)
+
+    def value(i):
+        if et.name == "bf16":
+            return b.bitcast(b.shl(b.zext(i, I32), ir.Constant(I32, 16)), x.type)
+        return b.bitcast(i, x.type)
+
+    xi, yi = bits(x), bits(y)
+    one = ir.Constant(it, 1)
+    # away from zero when x > 0 and y > x, or x < 0 and y < x: the magnitude grows
+    grow = b.icmp_unsigned("==", b.fcmp_ordered(">", x, zero), b.fcmp_ordered("<", x, y))
+    step = b.select(grow, b.add(xi, one), b.sub(xi, one))
+    tiniest = b.or_(b.and_(yi, ir.Constant(it, 1 << (n - 1))), one)  # toward y's sign
+    r = b.select(b.fcmp_ordered("==", x, zero), tiniest, step)
+    r = b.select(b.fcmp_ordered("==", x, y), yi, r)
+    return b.select(b.fcmp_unordered("uno", x, y), b.fadd(x, y), value(r))
 
 
 RULES["chlo.next_after"] = _dispatcher("chlo.next_after", _next_after)

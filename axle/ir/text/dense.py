@@ -54,6 +54,8 @@ def format_dense(array: np.ndarray, t: TensorType) -> str:
     et = storage_type(t)
     if array.size == 0:
         return "dense<>" if array.ndim > 0 else "dense<>"
+    if array.size > 1 and all(st == 0 for st in array.strides):  # a lazy splat: never copy it
+        return f"dense<{format_scalar(array.reshape(-1)[0], et)}>"
     flat = np.ascontiguousarray(array).reshape(-1)
     rows = flat.view(np.uint8).reshape(flat.size, -1)
     if flat.size > 1 and bool(np.all(rows == rows[:1])):
@@ -80,10 +82,15 @@ def array_from_hex(data: bytes, t: TensorType) -> np.ndarray:
     item = 1 if et.is_bool else dt.itemsize
     if len(data) == item and n != 1:
         raw = np.frombuffer(data, dtype=np.uint8 if et.is_bool else dt)
-        out = np.full(shape, raw[0], dtype=np.uint8 if et.is_bool else dt)
-        return out.astype(np.bool_) if et.is_bool else out
+        one = raw[:1].reshape(()).astype(np.bool_) if et.is_bool else raw[:1].reshape(())
+        return np.broadcast_to(one, shape)  # a lazy splat, like the parser's
     if len(data) != n * item:
         raise ValueError(f"hex data has {len(data)} bytes; {t} needs {n * item}")
     if et.is_bool:
         return np.frombuffer(data, dtype=np.uint8).astype(np.bool_).reshape(shape)
-    return np.frombuffer(data, dtype=dt).reshape(shape).copy()
+    out = np.frombuffer(data, dtype=dt).reshape(shape).copy()
+    if et.is_int and et.bitwidth < 8:
+        # one sub-byte element per byte: bits above the element's (0xF8 for the i4 -8) are
+        # not part of the value; keep the canonical byte, or equal constants differ
+        out = out.astype(np.int16 if not et.is_unsigned else np.uint16).astype(dt)
+    return out

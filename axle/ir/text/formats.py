@@ -77,12 +77,19 @@ def _keyword_value(p, kind: str, attrs: dict, attr_name: str, pos: int):
 
 
 def _int_list(p) -> list[int]:
+    """`[1, 2]`: the values of an array<i64> attribute, so each must fit in i64 (the
+    generic form the printer writes would refuse it otherwise)."""
     p.expect("[")
     vals = []
     if not p.accept("]"):
-        vals.append(p.integer())
-        while p.accept(","):
-            vals.append(p.integer())
+        while True:
+            start = p.pos
+            v = p.integer()
+            if not -2**63 <= v < 2**63:
+                raise p.error(f"integer {v} does not fit in i64", start)
+            vals.append(v)
+            if not p.accept(","):
+                break
         p.expect("]", "to close the list")
     return vals
 

@@ -542,7 +542,8 @@ class Parser(Cursor):
             return np.zeros(shape, dtype=et.np_dtype)
         if not isinstance(raw, list):  # splat
             v = self._convert_token(raw, et)
-            return np.full(shape, v, dtype=et.np_dtype) if not et.is_bool else np.full(shape, bool(v))
+            one = np.array(v, dtype=et.np_dtype) if not et.is_bool else np.array(bool(v))
+            return np.broadcast_to(one, shape)  # lazy: no memory for its size (is_lazy_splat)
         flat = []
         got_shape = _tree_shape(raw, flat)
         if got_shape is None:
@@ -600,9 +601,12 @@ class Parser(Cursor):
             return self.loc_aliases[body[1:]]
         if "#" in body:
             def rep(m):
-                return "loc(" + self.loc_aliases.get(m.group(1), "#" + m.group(1)) + ")" \
-                    if m.group(0).startswith("loc") else m.group(0)
-            return re.sub(r"loc\(#([A-Za-z0-9_$.\-]+)\)", rep, body)
+                if m.group(1) is not None:  # loc(#alias)
+                    return "loc(" + self.loc_aliases.get(m.group(1), "#" + m.group(1)) + ")"
+                if m.group(2) is not None:  # a bare #alias inside a name, callsite or fused loc
+                    return self.loc_aliases.get(m.group(2), "#" + m.group(2))
+                return m.group(0)           # a string: left as it is
+            return re.sub(r'"(?:[^"\\]|\\.)*"|loc\(#([A-Za-z0-9_$.\-]+)\)|#([A-Za-z0-9_$.\-]+)', rep, body)
         return body
 
 

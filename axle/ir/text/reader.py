@@ -90,7 +90,7 @@ class ModuleParser(Parser):
             else:
                 if module is not None:
                     raise self.error("operations after the module")
-                implicit.append(self.parse_operation())
+                implicit.append(self._module_level_op())
         m = module if module is not None else implicit
         self._resolve_resources(m)
         return m
@@ -151,9 +151,21 @@ class ModuleParser(Parser):
         while not self.accept("}"):
             if self.at_end():
                 raise self.error("unterminated module: expected '}'")
-            m.append(self.parse_operation())
+            m.append(self._module_level_op())
         m.location = self.parse_location_trailer()
         return m
+
+    def _module_level_op(self) -> Operation:
+        """An op of a module's body. One that defines values (`%0 = stablehlo.constant ...`)
+        is refused: functions are isolated from above, so nothing could use them, and the
+        printer cannot name them again."""
+        self.ws()
+        pos = self.pos
+        op = self.parse_operation()
+        if op.results:
+            raise self.error(f"'{op.name}' defines values at module level; a module's body holds "
+                             f"functions (func.func), so put it inside one", pos)
+        return op
 
     # ------------------------------------------------------------------ operations
     def parse_operation(self) -> Operation:

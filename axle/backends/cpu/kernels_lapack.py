@@ -1,0 +1,282 @@
+"""jaxlib's LAPACK custom calls (`lapack_sgetrf_ffi`, ...) compiled to native calls of SciPy's LAPACK.
+
+The call plan (axle/interpreter/lapack_builders.py, shared with the interpreter) names the
+routine, its arguments and the per-batch arrays; this kernel emits, for one custom call:
+
+1. one arena array per plan array (batch elements back to back, each matrix column-major),
+   zero-filled; operands are copied in with their matrices transposed (the copy reads the
+   operand through the elemental emitter, so producers fuse into it);
+2. a loop over the batch calling the routine through its SciPy address (bound at link time
+   to the symbol `axle_lapack_<routine>`, so object code stays cacheable), every argument a
+   pointer: constants (chars, ints, alpha) in stack slots, arrays at the batch element's
+   offset. Workspace sizes were fixed at compile time (the plan queries LAPACK once, as
+   jaxlib does at run time); workspaces are shared by the batch elements;
+3. jaxlib's extra steps: geev skips a matrix holding an Inf or NaN (info = -4), real geev
+   unpacks its eigenvectors into complex ones where info == 0;
+4. copies of the arrays into the result buffers (transposed back to row-major); results no
+   array produces are zeros.
+
+LAPACK runs on the calling thread (OpenBLAS's own threads set to 1, as for GEMMs). Other
+custom-call targets go to the kernel registered before this module.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.compiler import KERNELS, Context, KernelDef
+from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.lapack_symbols import register_symbols, symbol_name
+from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
+from axle.backends.cpu.scalar import I1, I8, I32, I64, Unsupported
+from axle.interpreter.lapack_builders import make_plan
+from axle.interpreter.lapack_plans import LapackError, Plan, is_lapack_target
+from axle.ir.core import Operation
+from axle.ir.types import TensorType, element_type_of
+
+P8 = I8.as_pointer()
+
+
+def plan_for(op: Operation) -> Plan:
+    target = str(op.attr("call_target_name"))
+    for v in list(op.operands) + list(op.results):
+        if not isinstance(v.type, TensorType) or not v.type.is_static:
+            raise Unsupported(f"{op.where()}: custom call '{target}' on a value of type {v.type}")
+    attrs = {k: a.to_python() for k, a in op.attributes.items()}
+    try:
+        return make_plan(target, [(tuple(v.type.shape), np.dtype(v.type.dtype)) for v in op.operands],
+                         [(tuple(r.type.shape), np.dtype(r.type.dtype)) for r in op.results], attrs)
+    except LapackError as e:
+        raise Unsupported(f"{op.where()}: {e}") from None
+
+
+def symbol(plan: Plan) -> str:
+    return symbol_name(plan.routine)
+
+
+def _col_offset(em, idx: list, shape: tuple):
+    """Column-major offset of a per-batch index (rank 0, 1 or 2)."""
+    b = em.b
+    if len(shape) == 2:
+        return b.add(idx[0], b.mul(idx[1], em.const_i64(shape[0])))
+    return idx[0] if shape else em.const_i64(0)
+
+
+def _zero(ctx: Context, ptr, nbytes: int) -> None:
+    if nbytes <= 0:
+        return
+    memset = ctx.em.module.declare_intrinsic("llvm.memset", [P8, I64])
+    ctx.b.call(memset, [ctx.b.bitcast(ptr, P8), ir.Constant(I8, 0), ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
+
+
+def _copy_in(ctx: Context, v, ptr, a, batch_rank: int) -> None:
+    em, b = ctx.em, ctx.b
+    t = _ty(v)
+    et = t.element_type
+    bshape = list(t.shape[:batch_rank])
+
+    def body(idx):
+        blin = em.linear(idx[:batch_rank], bshape)
+        off = b.add(b.mul(blin, em.const_i64(a.size)), _col_offset(em, idx[batch_rank:], a.shape))
+        S.store(b, em.value_at(v, idx), em.element_ptr(ptr, et, off), et)
+    em.loop_nest(list(t.shape), body)
+
+
+def _copy_out(ctx: Context, ptr, r, shape: tuple, batch_rank: int) -> None:
+    em, b = ctx.em, ctx.b
+    t = _ty(r)
+    et = t.element_type
+    out = ctx.buffer(r)
+    bshape = list(t.shape[:batch_rank])
+    size = int(np.prod(shape, dtype=np.int64))
+
+    def body(idx):
+        blin = em.linear(idx[:batch_rank], bshape)
+        off = b.add(b.mul(blin, em.const_i64(size)), _col_offset(em, idx[batch_rank:], shape))
+        S.store(b, S.load(b, em.element_ptr(ptr, et, off), et), em.element_ptr(out, et, em.linear(idx, t.shape)), et)
+    em.loop_nest(list(t.shape), body)
+
+
+def _slot(ctx: Context, t, value):
+    s = ctx.em.alloca(t)
+    ctx.b.store(value, s)
+    return ctx.b.bitcast(s, P8)
+
+
+def _all_finite(ctx: Context, ptr, dtype: np.dtype, count: int):
+    """i1: every element of the `count` elements at ptr is finite (x - x == 0)."""
+    em, b = ctx.em, ctx.b
+    real = S.F32 if np.dtype(dtype).itemsize // (2 if np.dtype(dtype).kind == "c" else 1) == 4 else S.F64
+    parts = count * (2 if np.dtype(dtype).kind == "c" else 1)
+    flag = em.alloca(I1)
+    b.store(ir.Constant(I1, 1), flag)
+    base = b.bitcast(ptr, real.as_pointer())
+
+    def body(i):
+        x = b.load(b.gep(base, [i], inbounds=True))
+        ok = b.fcmp_ordered("==", b.fsub(x, x), ir.Constant(real, 0.0))
+        b.store(b.and_(b.load(flag), ok), flag)
+    em.for_range(parts, body)
+    return b.load(flag)
+
+
+def _unpack(ctx: Context, packed, wi, out, n: int, real) -> None:
+    """jaxlib's UnpackEigenvectors for one matrix (pointers to this batch element's data)."""
+    em, b = ctx.em, ctx.b
+    pk = b.bitcast(packed, real.as_pointer())
+    wv = b.bitcast(wi, real.as_pointer())
+    ct = ir.LiteralStructType([real, real])
+    ov = b.bitcast(out, ct.as_pointer())
+    j_slot = em.alloca(I64)
+    b.store(em.const_i64(0), j_slot)
+    head = b.append_basic_block("unpack.head")
+    body = b.append_basic_block("unpack.body")
+    done = b.append_basic_block("unpack.end")
+    b.branch(head)
+    b.position_at_end(head)
+    j = b.load(j_slot)
+    b.cbranch(b.icmp_signed("<", j, em.const_i64(n)), body, done)
+    b.position_at_end(body)
+    j = b.load(j_slot)
+    w = b.load(b.gep(wv, [j], inbounds=True))
+    last = b.icmp_signed("==", b.add(j, em.const_i64(1)), em.const_i64(n))
+    single = b.or_(b.or_(b.fcmp_ordered("==", w, ir.Constant(real, 0.0)), b.fcmp_unordered("uno", w, w)), last)
+
+    def z(re_, im_):
+        v = ir.Constant(ct, ir.Undefined)
+        return b.insert_value(b.insert_value(v, re_, 0), im_, 1)
+    with b.if_else(single) as (then, otherwise):
+        with then:
+            def one(i):
+                k = b.add(b.mul(j, em.const_i64(n)), i)
+                b.store(z(b.load(b.gep(pk, [k], inbounds=True)), ir.Constant(real, 0.0)), b.gep(ov, [k], inbounds=True))
+            em.for_range(n, one)
+            b.store(b.add(j, em.const_i64(1)), j_slot)
+        with otherwise:
+            def pair(i):
+                k = b.add(b.mul(j, em.const_i64(n)), i)
+                k2 = b.add(k, em.const_i64(n))
+                re_ = b.load(b.gep(pk, [k], inbounds=True))
+                im_ = b.load(b.gep(pk, [k2], inbounds=True))
+                b.store(z(re_, im_), b.gep(ov, [k], inbounds=True))
+                b.store(z(re_, b.fneg(im_)), b.gep(ov, [k2], inbounds=True))
+            em.for_range(n, pair)
+            b.store(b.add(j, em.const_i64(2)), j_slot)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+def emit_lapack(ctx: Context, op: Operation) -> None:
+    plan = plan_for(op)
+    register_symbols()
+    from axle.backends.cpu import blas
+    blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
+    em, b = ctx.em, ctx.b
+    ptrs, batch_rank = {}, {}
+    for a in plan.arrays:
+        count = max(a.size, 1) * (plan.batch if a.per_batch else 1)
+        ptr = ctx.temp(TensorType((count,), element_type_of(a.dtype)))
+        ptrs[a.name] = ptr
+        _zero(ctx, ptr, count * a.dtype.itemsize if a.per_batch else 0)
+        for idx, group in ((a.source, op.operands), (a.result, op.results)):
+            if idx is not None:
+                batch_rank[a.name] = _ty(group[idx]).rank - len(a.shape)
+        if a.source is not None and a.size and plan.batch:
+            _copy_in(ctx, op.operands[a.source], ptr, a, batch_rank[a.name])
+    unpacked = {}
+    for packed, _, r in plan.unpack:
+        n = plan.array(packed).shape[0]
+        count = max(n * n * plan.batch, 1)
+        et = _ty(op.results[r]).element_type
+        unpacked[packed] = ctx.temp(TensorType((count,), et))
+        _zero(ctx, unpacked[packed], count * np.dtype(et.dtype).itemsize)
+    if not plan.skip:
+        _emit_calls(ctx, plan, ptrs, unpacked)
+    produced = set()
+    for a in plan.arrays:
+        if a.result is not None:
+            produced.add(a.result)
+            if a.size and plan.batch:
+                _copy_out(ctx, ptrs[a.name], op.results[a.result], a.shape, batch_rank[a.name])
+    for packed, _, r in plan.unpack:
+        produced.add(r)
+        n = plan.array(packed).shape[0]
+        _copy_out(ctx, unpacked[packed], op.results[r], (n, n), _ty(op.results[r]).rank - 2)
+    for k, r in enumerate(op.results):
+        if k not in produced:
+            t = _ty(r)
+            _zero(ctx, ctx.buffer(r), int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize)
+    ctx.mark_library(f"{plan.library}.{plan.routine}")
+
+
+def _emit_calls(ctx: Context, plan: Plan, ptrs: dict, unpacked: dict) -> None:
+    em, b = ctx.em, ctx.b
+    consts = {}
+    for k, a in enumerate(plan.args):
+        if a[0] == "char":
+            consts[k] = _slot(ctx, I8, ir.Constant(I8, a[1]))
+        elif a[0] == "int":
+            consts[k] = _slot(ctx, I32, ir.Constant(I32, a[1]))
+        elif a[0] == "one":
+            et = element_type_of(a[1])
+            consts[k] = _slot(ctx, S.reg_type(et), S.constant(et, 1))
+        elif a[0] == "null":
+            consts[k] = ir.Constant(P8, None)
+    name = symbol(plan)
+    fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * len(plan.args)), name)
+    if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
+        setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
+            ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
+        b.call(setter, [ir.Constant(I32, 1)])
+
+    def at(name, bi, offset=0):
+        a = plan.array(name)
+        base = ptrs[name]
+        step = a.size * a.dtype.itemsize if a.per_batch else 0
+        off = b.add(b.mul(bi, em.const_i64(step)), em.const_i64(offset * a.dtype.itemsize))
+        return b.gep(b.bitcast(base, P8), [off], inbounds=True)
+
+    def one(bi):
+        args = [consts[k] if k in consts else at(a[1], bi, a[2]) for k, a in enumerate(plan.args)]
+        if plan.finite_check is None:
+            b.call(fn, args)
+        else:
+            a = plan.array(plan.finite_check)
+            ok = _all_finite(ctx, at(a.name, bi), a.dtype, a.size)
+            with b.if_else(ok) as (then, otherwise):
+                with then:
+                    b.call(fn, args)
+                with otherwise:
+                    b.store(ir.Constant(I32, -4), b.bitcast(at(plan.info, bi), I32.as_pointer()))
+        for packed, wi, _ in plan.unpack:
+            n = plan.array(packed).shape[0]
+            real = S.F32 if plan.array(packed).dtype.itemsize == 4 else S.F64
+            info = b.load(b.bitcast(at(plan.info, bi), I32.as_pointer()))
+            out = b.gep(b.bitcast(unpacked[packed], P8),
+                        [b.mul(bi, em.const_i64(n * n * 2 * plan.array(packed).dtype.itemsize))], inbounds=True)
+            with b.if_then(b.icmp_signed("==", info, ir.Constant(I32, 0))):
+                _unpack(ctx, at(packed, bi), at(wi, bi), out, n, real)
+    em.for_range(plan.batch, one)
+
+
+# ---------------------------------------------------------------- hook into custom_call
+
+_previous = KERNELS["stablehlo.custom_call"]
+
+
+def _check(op: Operation) -> None:
+    if is_lapack_target(str(op.attr("call_target_name"))):
+        plan_for(op)
+    elif _previous.check is not None:
+        _previous.check(op)
+
+
+def _emit(ctx: Context, op: Operation) -> None:
+    if is_lapack_target(str(op.attr("call_target_name"))):
+        emit_lapack(ctx, op)
+    else:
+        _previous.fn(ctx, op)
+
+
+KERNELS["stablehlo.custom_call"] = KernelDef(_emit, True, _check, _previous.in_place)

@@ -1,0 +1,115 @@
+"""jaxlib's LAPACK custom calls (lapack_*_ffi) compiled by the CPU backend: native calls of
+SciPy's LAPACK. Every jnp.linalg / jax.scipy.linalg program of the catalog compiles and
+gives jax.jit's results (the full sweep, forward and gradients, is slow)."""
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import axle  # noqa: E402
+from axle.backends.cpu.scalar import Unsupported  # noqa: E402
+from lapack_helpers import REPRESENTATIVE, all_variants, assert_matches, bad_lowered, lowered, variant_id  # noqa: E402
+
+
+def _outputs(exe, args):
+    got = exe(*args)
+    return list(got) if isinstance(got, (list, tuple)) else [got]
+
+
+def _run(v):
+    low, why = lowered(v)
+    if low is None:
+        pytest.skip(f"JAX does not lower this program: {why}")
+    text, args, want = low
+    exe = axle.compile(text, backend="cpu")
+    assert_matches(_outputs(exe, args), want, v[1])
+    return exe
+
+
+@pytest.mark.parametrize("v", REPRESENTATIVE, ids=variant_id)
+def test_representative_programs_match_jax(v):
+    _run(v)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("v", all_variants(), ids=variant_id)
+def test_every_program_matches_jax(v):
+    _run(v)
+
+
+def test_lapack_runs_natively_and_reports_the_routine():
+    exe = _run(("linalg.inv", "float64", True, False))
+    libs = {k.library for k in exe.program.kernels if k.library}
+    assert {"lapack.dgetrf", "blas.dtrsm"} <= libs, libs
+    assert not exe.program.host_callbacks  # no trip through Python
+
+
+@pytest.mark.parametrize("name", ["inv", "solve", "lu", "cholesky", "cho_solve", "eig_nan", "eigvals_inf",
+                                  "eig_complex_nan", "eigh_nan", "svd_nan", "schur_nan", "inv_empty_batch",
+                                  "inv_0x0", "svd_empty_batch", "eigh_0x0", "eig_empty_batch"])
+def test_bad_input_gives_jax_results(name):
+    text, a, want = bad_lowered(name)
+    exe = axle.compile(text, backend="cpu")
+    assert_matches(_outputs(exe, [a]), want, "float32")
+
+
+def test_unsupported_layout_is_a_compile_error():
+    text = """
+func.func @main(%a: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %0:2 = stablehlo.custom_call @lapack_spotrf_ffi(%a) {mhlo.backend_config = {uplo = 76 : ui8}, operand_layouts = [dense<[1, 0]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]} : (tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<i32>)
+  return %0#0 : tensor<3x3xf32>
+}"""
+    with pytest.raises(Unsupported, match="lapack_spotrf_ffi: operand 0 has layout"):
+        axle.compile(text, backend="cpu")
+
+
+def test_other_custom_calls_still_reach_the_registered_target():
+    axle.register_custom_call("test.lapack_neighbour", lambda call: call.operands[0] * 2)
+    text = """
+func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = stablehlo.custom_call @test.lapack_neighbour(%a) : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}"""
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(axle.compile(text, backend="cpu")(x), x * 2)
+
+
+POTRF = """
+func.func @main(%a: tensor<2x3x3xf64>) -> (tensor<2x3x3xf64>, tensor<2xi32>) {
+  %0:2 = stablehlo.custom_call @lapack_dpotrf_ffi(%a) {mhlo.backend_config = {uplo = 76 : ui8}, operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>], result_layouts = [dense<[1, 2, 0]> : tensor<3xindex>, dense<0> : tensor<1xindex>]} : (tensor<2x3x3xf64>) -> (tensor<2x3x3xf64>, tensor<2xi32>)
+  return %0#0, %0#1 : tensor<2x3x3xf64>, tensor<2xi32>
+}"""
+
+
+def test_object_code_from_the_disk_cache_finds_lapack(tmp_path):
+    """A process that loads a LAPACK program from the disk cache (never compiling one) binds
+    the routines at link time."""
+    import subprocess
+    import sys
+    script = f"""
+import numpy as np, axle
+a = np.array([[[4., 2, 0], [2, 3, 0], [0, 0, 1]], [[1., 2, 0], [2, 1, 0], [0, 0, 1]]])
+l, info = axle.compile({POTRF!r}, backend="cpu")(a)
+print(info.tolist(), round(float(l[0, 1, 0]), 6), round(float(l[0, 1, 1]), 6))
+"""
+    env = dict(__import__("os").environ, AXLE_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    # potrf on the lower triangle: l10 = 2 / 2, l11 = sqrt(3 - 1); the second matrix is not
+    # positive definite (info 2, the order of the failing minor)
+    assert runs[0].stdout.split() == runs[1].stdout.split() == ["[0,", "2]", "1.0", "1.414214"]
+    assert any(tmp_path.iterdir())
+
+
+def test_potrf_matches_the_interpreter_on_hand_written_text():
+    a = np.random.default_rng(3).standard_normal((2, 3, 3))
+    a = a @ np.swapaxes(a, 1, 2) + 3 * np.eye(3)
+    a[1, 0, 0] = -1.0  # not positive definite: info 1
+    got = axle.compile(POTRF, backend="cpu")(a)
+    want = axle.interpret(POTRF, a)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert got[1].tolist() == [0, 1]
+    np.testing.assert_allclose(np.tril(got[0][0]), np.linalg.cholesky(a[0]), rtol=1e-12)
