@@ -355,8 +355,10 @@ class Builder:
         em.grid_hook = (shape, grid)
         ctx = SerialContext(em, op, b.addrspacecast(fn.args[len(self.types)], P8))
         KERNELS[op.name].fn(ctx, op)
-        if em.grid_hook is not None:
-            raise RuntimeError(f"gpu backend: the CPU kernel of {op.where()} has no loop over its result")
+        if em.grid_hook is not None:  # no loop over the result (e.g. a cumulative window):
+            del self.mod.globals[name]  # drop this function, run the CPU kernel in one thread
+            self.serial(op, k)
+            return
         em.b.ret_void()
         self.scratch_bytes = max(self.scratch_bytes, ctx.scratch_used)
         self.specs.append(KernelSpec(name, op.name, op.where(), "grid", _size(_ty(op.results[0]))))
