@@ -1,0 +1,5 @@
+"""The full lowering table: importing the rule modules registers their rules in RULES."""
+from axle.torch import rules_conv, rules_elementwise, rules_nn, rules_reduce, rules_shape  # noqa: F401
+from axle.torch.registry import RULES, Unsupported
+
+__all__ = ["RULES", "Unsupported"]
