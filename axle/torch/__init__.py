@@ -14,7 +14,7 @@ def __getattr__(name):
         from axle.torch.backend import axle_backend
         return axle_backend
     if name in ("export", "compile_exported", "ExportedModule"):
-        from axle.torch import export as _export
+        import axle.torch.exporter as _export
         return getattr(_export, name if name != "export" else "export_stablehlo")
     if name in ("to_numpy", "from_numpy"):
         from axle.torch import dtypes

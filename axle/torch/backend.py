@@ -17,6 +17,9 @@ from axle.torch.dtypes import from_numpy, to_numpy
 from axle.torch.lowering import UnsupportedOp, lower_graph, unsupported_ops
 
 
+STATS = {"axle_calls": 0, "compiles": 0}  # counters the tests read (resettable)
+
+
 class AxleFallbackWarning(UserWarning):
     """A graph (or one signature of it) runs in eager PyTorch instead of axle."""
 
@@ -39,6 +42,7 @@ class CompiledGraph:
         import axle
         lowered = lower_graph(self.gm, args)
         exe = axle.compile(lowered.text, backend="cpu")
+        STATS["compiles"] += 1
         return exe, lowered
 
     def __call__(self, *args):
@@ -66,6 +70,7 @@ class CompiledGraph:
         tensors = [to_numpy(a) for a in args if isinstance(a, torch.Tensor)]
         outs = exe.execute(tensors)
         self.calls += 1
+        STATS["axle_calls"] += 1
         results = []
         for kind, *rest in lowered.outputs:
             if kind != "tensor":
@@ -96,8 +101,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, name: str = "graph")
 
 def decompositions() -> dict:
     """Core ATen decompositions, keeping whole the ops axle lowers better as one rule."""
-    from torch._decomp import core_aten_decompositions
+    from torch._decomp import core_aten_decompositions, get_decompositions
     table = dict(core_aten_decompositions())
+    # recurrent layers as their unrolled cell math (in inference they would become mkldnn_rnn_layer)
+    table.update(get_decompositions([torch.ops.aten.lstm.input, torch.ops.aten.gru.input,
+                                     torch.ops.aten.rnn_tanh.input, torch.ops.aten.rnn_relu.input]))
     return table
 
 
@@ -106,5 +114,8 @@ def axle_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     from torch._dynamo.backends.common import aot_autograd
     fw = lambda g, ex: compile_graph(g, ex, "forward graph")
     bw = lambda g, ex: compile_graph(g, ex, "backward graph")
-    return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=fw,
-                        decompositions=decompositions())(gm, example_inputs)
+    compiler = aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=fw,
+                            decompositions=decompositions())
+    # with mkldnn enabled, the LSTM decomposition picks mkldnn_rnn_layer in inference
+    with torch.backends.mkldnn.flags(enabled=False):
+        return compiler(gm, example_inputs)

@@ -101,8 +101,12 @@ class _Sizes:
         return tuple(self.value(d) for d in val.shape), mlir_type(val.dtype)
 
 
-def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None) -> Lowered:
-    """Lower `gm` for concrete `args` (tensors, or Python numbers for symbolic-size inputs)."""
+def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, constants=(),
+                result_attrs=None) -> Lowered:
+    """Lower `gm` for concrete `args` (tensors, or Python numbers for symbolic-size inputs).
+    Placeholders whose index is in `constants` become constants in the text (their tensor in
+    args gives the value); `arg_attrs`/`result_attrs` are extra attribute text per argument /
+    result."""
     missing = unsupported_ops(gm)
     if missing:
         raise UnsupportedOp(missing[0])
@@ -118,7 +122,10 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None) 
     params = []
     names = []
     for i, (n, a) in enumerate(zip(placeholders, args)):
-        if isinstance(a, torch.Tensor):
+        if i in constants:
+            from axle.torch.dtypes import to_numpy
+            env[n] = em.dense(to_numpy(a), mlir_type(a.dtype))
+        elif isinstance(a, torch.Tensor):
             v = V(f"%arg{i}", tuple(a.shape), mlir_type(a.dtype))
             env[n] = v
             name = arg_names[i] if arg_names else n.name
@@ -166,7 +173,9 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None) 
             plan.append(("value", sizes.value(v)))
     ret = ", ".join(v.name for v in results)
     ret_t = ", ".join(v.type for v in results)
-    text = (f"func.func @main({', '.join(params)}) -> ({ret_t}) {{\n" + "\n".join(em.lines)
+    sig_t = ", ".join(v.type + (f" {{{result_attrs[k]}}}" if result_attrs and result_attrs[k] else "")
+                      for k, v in enumerate(results))
+    text = (f"func.func @main({', '.join(params)}) -> ({sig_t}) {{\n" + "\n".join(em.lines)
             + f'\n    "func.return"({ret}) : ({ret_t}) -> ()\n}}\n')
     return Lowered(text, plan, names)
 

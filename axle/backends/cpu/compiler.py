@@ -397,7 +397,12 @@ class Context:
         self.kernels[-1].library = name
 
     def buffer(self, v: Value):
-        return self.em.buffers[id(v)]
+        bufs = self.em.buffers
+        if id(v) not in bufs:  # a constant read in place by a memory-operand kernel (a dot on zeros)
+            owner = getattr(v, "owner", None)
+            if isinstance(owner, Operation) and owner.name == "stablehlo.constant":
+                return self.em.constant_data(owner)
+        return bufs[id(v)]
 
     def same_buffer(self, a: Value, b: Value) -> bool:
         """Whether a and b were given the same buffer (an in-place update)."""

@@ -168,6 +168,16 @@ class Emitter:
         g.initializer = ir.Constant(arr, bytearray(data))
         return g
 
+    def constant_data(self, op):
+        """An i8* to the data of a stablehlo.constant (a global made once per constant)."""
+        et = _ty(op.results[0]).element_type
+        arr = op.attributes["value"].array
+        g = self._const_globals.get(id(op))
+        if g is None:
+            g = self._const_globals[id(op)] = self.global_bytes(np.ascontiguousarray(
+                arr.astype(np.uint8) if et.is_bool else arr).tobytes())
+        return self.b.bitcast(g, I8.as_pointer())
+
     def alloca(self, t: ir.Type):
         """A stack slot in the function's entry block (where mem2reg can promote it; an
         alloca inside a loop would grow the stack every iteration)."""
