@@ -160,7 +160,7 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
         env[n] = result
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     results, plan = [], []
-    for x in torch.fx.node.map_aggregate(out_node.args[0], lambda x: x) if isinstance(out_node.args[0], (list, tuple)) else [out_node.args[0]]:
+    for x in _flatten(out_node.args[0]):
         v = env[x] if isinstance(x, torch.fx.Node) else x
         if isinstance(v, V):
             val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
@@ -178,6 +178,13 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
     text = (f"func.func @main({', '.join(params)}) -> ({sig_t}) {{\n" + "\n".join(em.lines)
             + f'\n    "func.return"({ret}) : ({ret_t}) -> ()\n}}\n')
     return Lowered(text, plan, names)
+
+
+def _flatten(x) -> list:
+    """Graph outputs in order, nested lists/tuples flattened (None and sizes kept in place)."""
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in _flatten(item)]
+    return [x]
 
 
 def _contiguous_strides(shape):

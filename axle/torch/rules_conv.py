@@ -84,22 +84,33 @@ def _convolution_backward(em, out, g, x, w, bias_sizes, stride, padding, dilatio
     if mask[0]:
         results[0] = em.convert(_conv_input_grad(em, gc, wc, x.shape, stride, padding, dilation, groups), x.dtype)
     if mask[1]:
-        if groups != 1:
-            raise Unsupported("convolution_backward weight gradient with groups > 1")
-        # correlate the input (channels as batch) with the gradient (batch as features)
+        # correlate the input (channels as batch) with the gradient (batch as features), one
+        # group at a time
         k = w.shape[2:]
         hi = [(k[d] - 1) * dilation[d] + (g.shape[2 + d] - 1) * stride[d] + 1 - x.shape[2 + d] - padding[d]
               for d in range(n)]
         sp = ", ".join(str(i) for i in range(n))
         layout = f"[f, b, {sp}]x[i, o, {sp}]->[b, f, {sp}]"
-        gw = conv(em, xc, gc, (w.shape[1], w.shape[0]) + tuple(k), dilation, padding, hi, stride,
-                  layout=layout)
-        gw = em.transpose(gw, [1, 0] + list(range(2, 2 + n)))
-        results[1] = em.convert(gw, w.dtype)
+        ci, co = x.shape[1] // groups, g.shape[1] // groups
+        parts = []
+        for j in range(groups):
+            xj = _channels(em, xc, j * ci, (j + 1) * ci)
+            gj = _channels(em, gc, j * co, (j + 1) * co)
+            gw = conv(em, xj, gj, (ci, co) + tuple(k), dilation, padding, hi, stride, layout=layout)
+            parts.append(em.transpose(gw, [1, 0] + list(range(2, 2 + n))))
+        results[1] = em.convert(em.concat(parts, 0), w.dtype)
     if mask[2]:
         s = em.reduce_simple(gc, [0] + list(range(2, 2 + n)), "add", 0)
         results[2] = em.convert(s, g.dtype)
     return tuple(results)
+
+
+def _channels(em, v: V, lo: int, hi: int) -> V:
+    if lo == 0 and hi == v.shape[1]:
+        return v
+    start, limit = [0] * v.rank, list(v.shape)
+    start[1], limit[1] = lo, hi
+    return em.slice(v, start, limit, [1] * v.rank)
 
 
 def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode):
