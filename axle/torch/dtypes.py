@@ -54,6 +54,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 
 def from_numpy(a: np.ndarray) -> torch.Tensor:
     """A tensor sharing `a`'s memory (axle's results are fresh arrays each call)."""
+    a = np.asarray(a)
     if a.dtype == ml_dtypes.bfloat16:
         a = a if a.flags.c_contiguous else np.ascontiguousarray(a)  # (keeps a 0-d array 0-d)
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
