@@ -6,14 +6,14 @@
 """
 from __future__ import annotations
 
-__all__ = ["axle_backend", "export", "compile_exported", "to_numpy", "from_numpy", "lower_graph"]
+__all__ = ["axle_backend", "export", "export_quantized", "compile_exported", "to_numpy", "from_numpy", "lower_graph"]
 
 
 def __getattr__(name):
     if name == "axle_backend":
         from axle.torch.backend import axle_backend
         return axle_backend
-    if name in ("export", "compile_exported", "ExportedModule"):
+    if name in ("export", "compile_exported", "ExportedModule", "export_quantized"):
         import axle.torch.exporter as _export
         return getattr(_export, name if name != "export" else "export_stablehlo")
     if name in ("to_numpy", "from_numpy"):
@@ -22,7 +22,4 @@ def __getattr__(name):
     if name == "lower_graph":
         from axle.torch.lowering import lower_graph
         return lower_graph
-    if name == "quantize_pt2e_to_stablehlo":
-        from axle.torch.quant import quantize_pt2e_to_stablehlo
-        return quantize_pt2e_to_stablehlo
     raise AttributeError(f"module 'axle.torch' has no attribute {name!r}")

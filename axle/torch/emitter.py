@@ -64,6 +64,8 @@ class Emitter:
         self.lines: list[str] = []
         self._n = 0
         self.indent = "    "
+        self.constants: dict = {}  # value name -> numpy array, for constants made by dense()
+        self.quant: dict = {}  # value name -> quantization facts (rules_quant.py)
 
     def fresh(self, hint: str = "v") -> str:
         self._n += 1
@@ -119,6 +121,11 @@ class Emitter:
         return self.broadcast_in_dim(c, shape, []) if tuple(shape) else c
 
     def dense(self, array: np.ndarray, dtype: str) -> V:
+        v = self._dense(array, dtype)
+        self.constants[v.name] = np.asarray(array)
+        return v
+
+    def _dense(self, array: np.ndarray, dtype: str) -> V:
         flat = np.asarray(array).reshape(-1)
         body = ", ".join(scalar_literal(x, dtype) for x in flat)
         shape = np.shape(array)

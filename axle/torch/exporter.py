@@ -25,7 +25,17 @@ def export_stablehlo(module: torch.nn.Module, *args, dynamic_shapes=None, strict
     return program_to_stablehlo(ep.run_decompositions(), args)
 
 
-def program_to_stablehlo(ep, args) -> str:
+def export_quantized(module: torch.nn.Module, *args) -> str:
+    """StableHLO text of a PT2E-quantized module (torchao's convert_pt2e output): q/dq pairs
+    become `!quant.uniform` types, convolutions and linears on them integer ops (see
+    axle/torch/rules_quant.py). Buffers (the int8 weights, scales, zero points) are folded
+    into the text, since quantized types carry their scales; parameters stay arguments."""
+    import axle.torch.rules_quant  # noqa: F401
+    ep = torch.export.export(module, tuple(args), strict=False)
+    return program_to_stablehlo(ep.run_decompositions(), args, fold_buffers=True)
+
+
+def program_to_stablehlo(ep, args, fold_buffers: bool = False) -> str:
     gm = ep.graph_module
     sig = ep.graph_signature
     state = dict(ep.state_dict)
@@ -40,7 +50,7 @@ def program_to_stablehlo(ep, args) -> str:
         else:
             name = spec.target
             value = state[name]
-        if kind == "constant":
+        if kind == "constant" or (fold_buffers and kind == "buffer"):
             constants.add(i)
         values.append(value)
         names.append(name)

@@ -210,6 +210,11 @@ def _check(node, result, spec):
         for r, s in zip(result, spec):
             _check(node, r, s)
         return
+    if isinstance(result, V) and result.dtype.startswith("!quant"):  # torch stores it as ints
+        if result.shape != tuple(spec[0]):
+            raise LoweringError(f"{_op_name(node.target)} ({node.name}): lowered to {result.type}, "
+                                f"torch expects shape {tuple(spec[0])}")
+        return
     if isinstance(result, V) and (result.shape, result.dtype) != (tuple(spec[0]), spec[1]):
         raise LoweringError(f"{_op_name(node.target)} ({node.name}): lowered to {result.type}, "
                             f"torch expects shape {tuple(spec[0])} {spec[1]}")
