@@ -34,6 +34,12 @@ class CompiledGraph:
         self.name = name
         self.cache: dict = {}
         self.calls = 0  # calls run by axle (tests read it)
+        # a graph without symbolic sizes has one signature (Dynamo guards the rest; the
+        # executable still checks every argument): no key to compute per call
+        self.static = all(not isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat))
+                          and not (isinstance(n.meta.get("val"), torch.Tensor)
+                                   and any(isinstance(d, torch.SymInt) for d in n.meta["val"].shape))
+                          for n in gm.graph.nodes if n.op == "placeholder")
 
     def _key(self, args):
         return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
@@ -49,7 +55,7 @@ class CompiledGraph:
         # boxed (one list) when aot_autograd sees _boxed_call, else unpacked (a torch wrapper
         # around the backward compiler drops the attribute); graph inputs are never lists
         args = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
-        key = self._key(args)
+        key = None if self.static else self._key(args)
         entry = self.cache.get(key)
         if entry is None:
             try:

@@ -41,14 +41,16 @@ def is_float(et: str) -> bool:
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     """A numpy view of a CPU tensor (copied only when it is not contiguous or not on the CPU)."""
-    t = t.detach()
-    if t.device.type != "cpu":
+    if t.requires_grad:
+        t = t.detach()
+    if not t.is_cpu:
         t = t.cpu()
     if not t.is_contiguous():
         t = t.contiguous()
-    if t.dtype == torch.bfloat16:
+    if t.dtype is torch.bfloat16:
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    mlir_type(t.dtype)
+    if t.dtype not in TORCH_TO_MLIR:
+        mlir_type(t.dtype)  # raises UnsupportedDtype naming it
     return t.numpy()
 
 
