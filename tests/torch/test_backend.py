@@ -96,3 +96,20 @@ def test_unsupported_dtype_is_a_clear_error():
     from axle.torch.dtypes import UnsupportedDtype
     with pytest.raises(UnsupportedDtype, match="complex64"):
         to_numpy(torch.zeros(2, dtype=torch.complex64))
+
+
+def test_dynamic_sizes_in_training():
+    torch._dynamo.reset()
+    model = MLP()
+    compiled = torch.compile(model, backend="axle", dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        for n in (3, 6):
+            x = torch.randn(n, 32)
+            model.zero_grad()
+            compiled(x).square().sum().backward()
+            got = [p.grad.clone() for p in model.parameters()]
+            model.zero_grad()
+            model(x).square().sum().backward()
+            for g, p in zip(got, model.parameters()):
+                torch.testing.assert_close(g, p.grad, atol=1e-4, rtol=1e-4)
