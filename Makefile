@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 EXAMPLE := axle/examples/gpt2_block.mlir
 CONFORMANCE ?= ../shared/conformance
 
-.PHONY: run test setup conformance bench clean
+.PHONY: run test setup conformance bench clean jax-programs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -29,6 +29,11 @@ bench: $(STAMP)
 
 conformance: $(STAMP)
 	$(BIN)/axle conformance $(CONFORMANCE) --jobs 2
+
+# every program of tests/jax_programs (make test runs the representative part): compiled by
+# axle for the CPU and compared with XLA; see docs/jax-programs.md
+jax-programs: $(STAMP)
+	AXLE_JAX_PROGRAMS=all $(BIN)/python -m pytest -q -n 2 tests/jax_programs
 
 # docs/images/roofline.png (README, Profiling): `axle explain` on the JAX transformer block;
 # docs/images/transformer_graph.svg (README, Tools): `axle viz` on it

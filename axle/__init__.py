@@ -6,7 +6,14 @@
 """
 __version__ = "0.1.0"
 
-__all__ = ["compile", "interpret", "parse_module", "register_custom_call", "__version__"]
+__all__ = ["compile", "interpret", "parse_module", "register_custom_call", "load_exported", "__version__",
+           "client", "devices", "device_put", "save", "load", "metrics", "reset_metrics", "available_backends",
+           "CompileOptions", "register_ffi_target"]
+
+# the runtime's API (axle/runtime, docs/runtime.md), imported on first use
+_RUNTIME = {"client": "client", "devices": "devices", "device_put": "device_put", "Buffer": "Buffer",
+            "Executable": "Executable", "CompileOptions": "CompileOptions", "Device": "Device",
+            "available_backends": "available_backends"}
 
 
 def __getattr__(name):  # lazy: `import axle` stays cheap
@@ -19,32 +26,48 @@ def __getattr__(name):  # lazy: `import axle` stays cheap
         # and, as a host call, in compiled CPU programs
         from axle.interpreter.evaluator import register_custom_call
         return register_custom_call
+    if name == "load_exported":  # a jax.export artifact (bytes or path) compiled by axle; needs jax
+        from axle.jax.export import load_exported
+        return load_exported
     if name == "parse_module":
         from axle.ir import parse_module
         return parse_module
+    if name in _RUNTIME:
+        import axle.runtime
+        return getattr(axle.runtime, _RUNTIME[name])
+    if name in ("save", "load"):
+        from axle.runtime import aot
+        return getattr(aot, name)
+    if name == "register_ffi_target":
+        # register_ffi_target("my_op", fn_ptr): a native handler with XLA's typed FFI ABI
+        from axle.backends.ffi import register_ffi_target
+        return register_ffi_target
     raise AttributeError(f"module 'axle' has no attribute {name!r}")
 
 
+def metrics() -> dict:
+    """Counters of this process: compiles, memory and disk cache hits and misses, compile
+    seconds, executions, donations, AOT saves and loads (axle/counters.py says what each is)."""
+    from axle import counters as _m
+    return _m.snapshot()
+
+
+def reset_metrics() -> None:
+    from axle import counters as _m
+    _m.reset()
+
+
 def compile(module, backend: str = "cpu", entry: str = "main", **options):
-    """Compile a module (an axle.ir.Module or StableHLO text) for a backend; returns an
-    executable: call it with numpy arrays."""
-    if isinstance(module, str):
-        from axle.ir import parse_module
-        module = parse_module(module)
-    if backend == "cpu":
-        from axle.backends.cpu import compile as cpu_compile
-        return cpu_compile(module, entry, **options)
-    if backend == "interpreter":
-        from axle.interpreter.evaluator import run_function
-        from axle.ir.verifier import verify_signatures
-        verify_signatures(module)
-
-        class _Interpreted:
-            def execute(self, args):
-                return run_function(module, list(args), entry)
-
-            def __call__(self, *args):
-                out = self.execute(args)
-                return out[0] if len(out) == 1 else tuple(out)
-        return _Interpreted()
-    raise ValueError(f"unknown backend '{backend}'; available: cpu, interpreter")
+    """Compile a module (an axle.ir.Module or StableHLO text) for a backend (any name in
+    `axle.available_backends()`: entry points of the group `axle.backends`); returns the backend's
+    executable: call it with numpy arrays (`exe(*arrays)`: one array or a tuple;
+    `exe.execute(list)`: a list). Options are CompileOptions' fields (passes, dump_to,
+    profile, donate_argnums / donate, device_assignment); others go to the backend.
+    `axle.client(backend).compile(...)` gives the runtime's Executable (Buffers in and out)."""
+    from axle.runtime.client import compile_backend
+    from axle.runtime.options import CompileOptions
+    exe, _, _ = compile_backend(module, CompileOptions.from_kwargs(backend=backend, entry=entry, **options))
+    if not callable(exe):  # a plugin's executable with only execute()
+        from axle.runtime.executable import CallableExecutable
+        exe = CallableExecutable(exe)
+    return exe

@@ -109,7 +109,8 @@ class _Recording(PassManager):
         return super()._run_one(p, module)
 
 
-def run_pipeline(module, pipeline: str = "cpu", entry: str = "main", options: Optional[dict] = None):
+def run_pipeline(module, pipeline: str = "cpu", entry: str = "main", options: Optional[dict] = None,
+                 dump_to: Optional[str] = None):
     """Run a named pipeline on `module` (in place) with AXLE_FLAGS' dumps and checks; an
     internal error in a pass becomes a PassCrash naming the reproducer's folder."""
     from axle.ir.text.printer import print_module
@@ -117,7 +118,7 @@ def run_pipeline(module, pipeline: str = "cpu", entry: str = "main", options: Op
         snapshot = print_module(module)
     except Exception:  # cannot keep a copy: run without a reproducer
         snapshot = None
-    pm = PassManager.from_flags(make_pipeline(pipeline))
+    pm = PassManager.from_flags(make_pipeline(pipeline), dump_to=dump_to)
     try:
         return pm.run(module)
     except Exception as e:

@@ -1,6 +1,15 @@
 """Hypothesis strategies that build random StableHLO programs (as MLIR text) for
 differential tests: elementwise ops, broadcasts, transposes, reshapes, reductions,
-dot_generals, constants, selects and the identities the simplifier targets."""
+dot_generals, constants, selects and the identities the simplifier targets; with
+`control`, also gathers, scatters, while loops, dot_generals with random dimension
+numbers, convolutions, sorts and reduce_windows.
+
+The two operands of a binary op are distinct values whenever the program has two (a
+backend that swaps max and min, or add and subtract, must show), and the program returns,
+besides its last value, every value whose shape is not the inputs' (dot_general,
+convolution and reduce_window results) and a random choice of the others, so that a wrong
+op anywhere shows in some result.
+"""
 from hypothesis import strategies as st
 
 SHAPE = (3, 4)
@@ -15,6 +24,7 @@ class _Prog:
         self.lines = []
         self.n = 0
         self.values = []  # (name, shape)
+        self.outputs = []  # (name, shape): extra results of the program
 
     def emit(self, text, shape):
         name = f"%v{self.n}"
@@ -34,11 +44,14 @@ def programs(draw, control: bool = False):
         kinds = ["binary", "unary", "identity", "bcast", "transpose2", "reshape2",
                  "reduce", "dot", "const", "select", "slice_concat", "pad_slice"]
         if control:
-            kinds += ["gather", "scatter", "while"]
+            kinds += ["gather", "scatter", "while", "dot_dims", "conv", "sort", "reduce_window"]
         kind = draw(st.sampled_from(kinds))
-        full = [v for v in p.values if v[1] == SHAPE]
-        x = draw(st.sampled_from(full))[0]
-        y = draw(st.sampled_from(full))[0]
+        full = [v[0] for v in p.values if v[1] == SHAPE]
+        i = draw(st.integers(0, len(full) - 1))
+        j = draw(st.integers(0, len(full) - 2)) if len(full) > 1 else 0
+        x = full[i]
+        y = full[j + (j >= i)] if len(full) > 1 else full[0]  # a value other than x
+        n_before = len(p.values)
         T = _t(SHAPE)
         if kind == "binary":
             op = draw(st.sampled_from(["add", "multiply", "subtract", "maximum", "minimum"]))
@@ -120,8 +133,9 @@ def programs(draw, control: bool = False):
                        SHAPE)
             else:
                 n = p.n
+                combine = draw(st.sampled_from(["add", "maximum", "minimum", "subtract"]))
                 p.emit(f'"stablehlo.scatter"({x}, {idx}, {y}) ({{\n    ^bb0(%p{n}: tensor<f32>, %q{n}: tensor<f32>):\n'
-                       f'      %r{n} = stablehlo.add %p{n}, %q{n} : tensor<f32>\n'
+                       f'      %r{n} = stablehlo.{combine} %p{n}, %q{n} : tensor<f32>\n'
                        f'      stablehlo.return %r{n} : tensor<f32>\n    }}) {{scatter_dimension_numbers = '
                        f'#stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], '
                        f'scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, '
@@ -147,13 +161,121 @@ def programs(draw, control: bool = False):
             p.n += 1
             p.lines.append(f"    {name}:2 = {w}")
             p.values.append((f"{name}#1", SHAPE))
+        elif kind == "dot_dims":
+            _dot_dims(draw, p, x, y)
+        elif kind == "conv":
+            _conv(draw, p, x, y)
+        elif kind == "sort":
+            _sort(draw, p, x, y)
+        elif kind == "reduce_window":
+            _reduce_window(draw, p, x)
         elif kind == "select":
             c = p.emit(f"stablehlo.compare GT, {x}, {y}, FLOAT : ({T}, {T}) -> {_t(SHAPE, 'i1')}", SHAPE)
             p.values[-1] = (c, "pred")
             p.emit(f"stablehlo.select {c}, {x}, {y} : {_t(SHAPE, 'i1')}, {T}", SHAPE)
+        # a random choice of this step's full-shape values become results too
+        for name, shape in p.values[n_before:]:
+            if shape == SHAPE and draw(st.integers(0, 3)) == 0:
+                p.outputs.append((name, shape))
     result = [v for v in p.values if v[1] == SHAPE][-1][0]
+    outs = [(result, SHAPE)] + [o for o in p.outputs if o[0] != result]
     body = "\n".join(p.lines)
-    return (f"func.func @main(%a: {_t(SHAPE)}, %b: {_t(SHAPE)}, %c: {_t((SHAPE[1],))}) -> {_t(SHAPE)} {{\n"
-            f"{body}\n    return {result} : {_t(SHAPE)}\n}}\n")
+    types = ", ".join(_t(shape) for _, shape in outs)
+    return (f"func.func @main(%a: {_t(SHAPE)}, %b: {_t(SHAPE)}, %c: {_t((SHAPE[1],))}) -> ({types}) {{\n"
+            f"{body}\n    return {', '.join(n for n, _ in outs)} : {types}\n}}\n")
+
+
+def _dot_dims(draw, p, x, y):
+    """dot_general of x and y (both SHAPE, each maybe transposed first) with random batching
+    and contracting dimensions (pairs of equal sizes); the result is a program result."""
+    shapes = {}
+    for name, v in (("l", x), ("r", y)):
+        if draw(st.booleans()):
+            tt = _t(SHAPE[::-1])
+            v = p.emit(f"stablehlo.transpose {v}, dims = [1, 0] : ({_t(SHAPE)}) -> {tt}", SHAPE[::-1])
+            shapes[name] = (v, SHAPE[::-1])
+        else:
+            shapes[name] = (v, SHAPE)
+    (lv, ls), (rv, rs) = shapes["l"], shapes["r"]
+    pairs = [(i, j) for i in range(2) for j in range(2) if ls[i] == rs[j]]
+    chosen = draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=2, unique=True))
+    chosen = [c for k, c in enumerate(chosen)  # disjoint pairs
+              if all(c[0] != d[0] and c[1] != d[1] for d in chosen[:k])]
+    kinds = [draw(st.sampled_from(["batch", "contract"])) for _ in chosen]
+    batch = [c for c, k in zip(chosen, kinds) if k == "batch"]
+    contract = [c for c, k in zip(chosen, kinds) if k == "contract"]
+    used_l = {c[0] for c in chosen}
+    used_r = {c[1] for c in chosen}
+    out = tuple([ls[i] for i, _ in batch] + [ls[i] for i in range(2) if i not in used_l]
+                + [rs[j] for j in range(2) if j not in used_r])
+    dims = []
+    if batch:
+        dims.append(f"batching_dims = [{', '.join(str(i) for i, _ in batch)}] x "
+                    f"[{', '.join(str(j) for _, j in batch)}]")
+    if contract:
+        dims.append(f"contracting_dims = [{', '.join(str(i) for i, _ in contract)}] x "
+                    f"[{', '.join(str(j) for _, j in contract)}]")
+    d = p.emit(f"stablehlo.dot_general {lv}, {rv}, {', '.join(dims)} : ({_t(ls)}, {_t(rs)}) -> {_t(out)}", out)
+    p.outputs.append((d, out))
+
+
+def _conv(draw, p, x, y):
+    """A 2-D convolution of x (as one 3x4 image with one feature) with a 2x2 kernel of two
+    output features cut from y, with random strides, padding and dilations."""
+    img = p.emit(f"stablehlo.reshape {x} : ({_t(SHAPE)}) -> {_t((1,) + SHAPE + (1,))}", (1,) + SHAPE + (1,))
+    ks = p.emit(f"stablehlo.slice {y} [0:2, 0:4] : ({_t(SHAPE)}) -> {_t((2, 4))}", (2, 4))
+    kern = p.emit(f"stablehlo.reshape {ks} : ({_t((2, 4))}) -> {_t((2, 2, 1, 2))}", (2, 2, 1, 2))
+    stride = [draw(st.integers(1, 2)) for _ in range(2)]
+    pad = [(draw(st.integers(0, 1)), draw(st.integers(0, 1))) for _ in range(2)]
+    lhs_dil = [draw(st.integers(1, 2)) for _ in range(2)]
+    rhs_dil = [draw(st.integers(1, 2)) for _ in range(2)]
+    out = []
+    for k in range(2):
+        padded = (SHAPE[k] - 1) * lhs_dil[k] + 1 + pad[k][0] + pad[k][1]
+        window = (2 - 1) * rhs_dil[k] + 1
+        out.append(max(0, (padded - window) // stride[k] + 1) if padded >= window else 0)
+    ot = (1, out[0], out[1], 2)
+    c = p.emit(f"stablehlo.convolution({img}, {kern}) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+               f"window = {{stride = [{stride[0]}, {stride[1]}], pad = [[{pad[0][0]}, {pad[0][1]}], "
+               f"[{pad[1][0]}, {pad[1][1]}]], lhs_dilate = [{lhs_dil[0]}, {lhs_dil[1]}], "
+               f"rhs_dilate = [{rhs_dil[0]}, {rhs_dil[1]}]}} {{batch_group_count = 1 : i64, "
+               f"feature_group_count = 1 : i64}} : ({_t((1,) + SHAPE + (1,))}, {_t((2, 2, 1, 2))}) -> {_t(ot)}", ot)
+    p.outputs.append((c, ot))
+
+
+def _sort(draw, p, x, y):
+    """Sort x along a random dimension, ascending or descending, carrying y along (stable)."""
+    d = draw(st.integers(0, 1))
+    direction = draw(st.sampled_from(["LT", "GT"]))
+    n = p.n
+    S = "tensor<f32>"
+    T = _t(SHAPE)
+    name = f"%v{p.n}"
+    p.n += 1
+    p.lines.append(
+        f'    {name}:2 = "stablehlo.sort"({x}, {y}) ({{\n    ^bb0(%s{n}: {S}, %t{n}: {S}, %u{n}: {S}, %w{n}: {S}):\n'
+        f'      %o{n} = stablehlo.compare {direction}, %s{n}, %t{n}, FLOAT : ({S}, {S}) -> tensor<i1>\n'
+        f'      stablehlo.return %o{n} : tensor<i1>\n    }}) {{dimension = {d} : i64, is_stable = true}} : '
+        f'({T}, {T}) -> ({T}, {T})')
+    p.values.append((f"{name}#0", SHAPE))
+    p.values.append((f"{name}#1", SHAPE))
+
+
+def _reduce_window(draw, p, x):
+    """reduce_window of x with add, max or min, a random window, strides and padding."""
+    op, init = draw(st.sampled_from([("add", "0.0"), ("maximum", "0xFF800000"), ("minimum", "0x7F800000")]))
+    win = [draw(st.integers(1, 2)), draw(st.integers(1, 3))]
+    strides = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
+    pad = [(draw(st.integers(0, 1)), draw(st.integers(0, 1))) for _ in range(2)]
+    out = tuple((SHAPE[k] + pad[k][0] + pad[k][1] - win[k]) // strides[k] + 1 for k in range(2))
+    z = p.emit(f"stablehlo.constant dense<{init}> : tensor<f32>", ())
+    n = p.n
+    S = "tensor<f32>"
+    r = p.emit(f'"stablehlo.reduce_window"({x}, {z}) ({{\n    ^bb0(%p{n}: {S}, %q{n}: {S}):\n'
+               f'      %r{n} = stablehlo.{op} %p{n}, %q{n} : {S}\n      stablehlo.return %r{n} : {S}\n    }}) '
+               f'{{window_dimensions = array<i64: {win[0]}, {win[1]}>, window_strides = array<i64: {strides[0]}, '
+               f'{strides[1]}>, padding = dense<[[{pad[0][0]}, {pad[0][1]}], [{pad[1][0]}, {pad[1][1]}]]> : '
+               f'tensor<2x2xi64>}} : ({_t(SHAPE)}, {S}) -> {_t(out)}', out)
+    p.outputs.append((r, out))
 
 

@@ -8,7 +8,7 @@ import importlib
 from axle.interpreter.registry import InterpreterError, OpCall, Token, TOKEN, register, registered_ops
 
 for _m in ("ops_elementwise", "ops_chlo", "ops_shape", "ops_indexing", "ops_dynamic", "ops_reduce",
-           "ops_linalg", "ops_rng", "ops_quant", "collectives", "ops_check"):
+           "ops_linalg", "ops_rng", "ops_quant", "collectives", "ops_check", "ops_sdy"):
     try:
         importlib.import_module(f"axle.interpreter.{_m}")
     except ModuleNotFoundError as _e:  # a module still being written

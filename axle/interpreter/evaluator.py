@@ -101,7 +101,7 @@ class Evaluator:
             frame[a] = v
         for op in block.operations:
             name = op.name
-            if name == "func.return" or name == "stablehlo.return":
+            if name == "func.return" or name == "stablehlo.return" or name == "sdy.return":
                 return [frame[v] for v in op.operands]
             results = self.eval_op(op, frame, ctx, batched)
             for r, v in zip(op.results, results):
@@ -218,11 +218,15 @@ def _composite(ev: Evaluator, op, frame, ctx):
 
 def _custom_call(ev: Evaluator, op, frame, ctx):
     target = op.attr("call_target_name")
+    from axle.interpreter.jax_targets import run_jax_target, unsupported_target_message
+    if target not in _CUSTOM_CALLS:  # a target the user registered comes first
+        out = run_jax_target(ev, op, frame, ctx)
+        if out is not None:
+            return out
     from axle.interpreter.ops_check import CHECK_TARGETS
     fn = CHECK_TARGETS.get(target) or _CUSTOM_CALLS.get(target)
     if fn is None:
-        raise InterpreterError(f"{op.where()}: no custom call target '{target}' is registered "
-                               f"(register one with axle.interpreter.register_custom_call)")
+        raise InterpreterError(unsupported_target_message(target, op.where(), "the interpreter"))
     call = ev.make_call(op, frame, ctx)
     call.name = target
     return ev.results_of(op, fn(call))

@@ -5,5 +5,18 @@ from axle.ir.ops import OPS, OpDef
 from axle.ir.text import ParseError, parse_module, print_module, split_cases
 from axle.ir.types import *  # noqa: F401,F403
 
+
+def parse_bytecode(data: bytes, name: str = "<bytecode>") -> Module:
+    """A Module from MLIR bytecode or a StableHLO portable artifact (reads through jaxlib)."""
+    from axle.ir.text.bytecode import parse_bytecode as parse
+    return parse(data, name)
+
+
+def parse_hlo(text: str, filename: str = "<hlo>") -> Module:
+    """A StableHLO Module from XLA HLO text (`--xla_dump_to` *.before_optimizations.txt)."""
+    from axle.ir.text.hlo import parse_hlo as parse
+    return parse(text, filename)
+
+
 __all__ = ["Block", "BlockArgument", "Module", "Operation", "OpResult", "Region", "Value", "make_function",
-           "OPS", "OpDef", "ParseError", "parse_module", "print_module", "split_cases"]
+           "OPS", "OpDef", "ParseError", "parse_bytecode", "parse_hlo", "parse_module", "print_module", "split_cases"]

@@ -189,6 +189,13 @@ _def("interpreter.probe", 1, 1, traits=(SIDE_EFFECT,), format="same_or_functiona
      keywords=[("probe_id", "probe_id", "string")])
 _def("interpreter.print", 1, 0, traits=(SIDE_EFFECT,), format="check")
 
+# -- Shardy (sdy): meshes and shardings; one device until a partitioner reads them (axle/ir/sdy.py)
+_def("sdy.mesh", 0, 0, format="sdy_mesh", doc="a named device mesh, at module level")
+_def("sdy.sharding_constraint", 1, 1, traits=(SAME_TYPE,), format="sdy_constraint")
+_def("sdy.reshard", 1, 1, traits=(SAME_TYPE,), format="sdy_constraint")
+_def("sdy.manual_computation", -1, -1, regions=1, format="sdy_manual")
+_def("sdy.return", -1, 0, traits=(TERMINATOR,), format="return")
+
 ALIASES = {"return": "func.return", "call": "func.call", "func": "func.func"}
 
 
@@ -200,3 +207,7 @@ def lookup(name: str) -> Optional[OpDef]:
 
 def is_known(name: str) -> bool:
     return lookup(name) is not None
+
+
+# torch-mlir and other exporters write tensor constants with arith: same form and meaning
+ALIASES["arith.constant"] = "stablehlo.constant"

@@ -129,7 +129,7 @@ class _Verifier:
         for i, v in enumerate(op.operands):
             if not any(v in s for s in scopes) and (self.root is None or _inside(v, self.root)):
                 _fail(op, f"operand #{i} ({v.type}) is not defined before its use")
-        isolated = op.name == "func.func"
+        isolated = op.name in ("func.func", "sdy.manual_computation")
         for region in op.regions:
             self.region(op, region, [set()] if isolated else scopes)
         self.types(op)
@@ -138,7 +138,8 @@ class _Verifier:
         if not region.blocks:
             _need(parent.name == "func.func", parent, None, "a region must have a block")
             return
-        want = "func.return" if parent.name == "func.func" else "stablehlo.return"
+        want = {"func.func": "func.return", "sdy.manual_computation": "sdy.return"}.get(parent.name,
+                                                                                     "stablehlo.return")
         for block in region.blocks:
             local: set = set(block.arguments)
             inner = scopes + [local]
@@ -168,6 +169,9 @@ class _Verifier:
             if inferred is not None:
                 _compare_results(op, inferred)
         check = CHECKS.get(op.name)
+        if "sdy.sharding" in op.attributes or (op.name == "func.func" and self.module is not None):
+            from axle.ir.verify_sdy import check_sharding_attrs
+            check_sharding_attrs(self, op)
         if check is not None:
             try:
                 check(self, op)
@@ -689,3 +693,6 @@ def _check_const(v, op):
 def _check_pair(v, op):
     a, b = op.operand_types
     _need(is_compatible(a, b), op, None, f"compares values of different types {a} and {b}")
+
+
+from axle.ir import verify_sdy as _verify_sdy  # noqa: E402,F401  (registers the sdy checks)

@@ -19,7 +19,8 @@ def register_pass(cls):
 
 
 _MODULES = ("inline", "dead_code", "cse", "constant_folding", "simplify", "dot_canonicalize",
-            "chlo_expand", "expanders", "refine_shapes", "transpose_fold", "lower_quant")
+            "chlo_expand", "expanders", "refine_shapes", "transpose_fold", "lower_quant",
+            "jax_custom_calls")
 for _m in _MODULES:
     try:
         importlib.import_module(f"axle.passes.{_m}")

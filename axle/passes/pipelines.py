@@ -11,6 +11,9 @@ def _have(*names):
 def default_pipeline() -> list:
     """The target-independent pipeline every backend starts from."""
     return [
+        # JAX's custom calls and Shardy ops get their one-device meaning first (ApproxTopK
+        # reads its comparator function, which inline then erases as unreferenced)
+        *_have("jax-custom-calls"),
         # inline first: the other passes work within one function and see through calls then
         *_have("inline"),
         # expand CHLO and composites into StableHLO before simplifying, so the simplifier

@@ -103,6 +103,34 @@ def _drslice(op, b):
     return [b.create("stablehlo.slice", [op.operands[0]], None, attrs).result]
 
 
+@PATTERNS.on("stablehlo.real_dynamic_slice")
+def _drslice_sized(op, b):
+    """real_dynamic_slice(x, s, s + C, 1) with a constant C -> dynamic_slice(x, s..., sizes C).
+    JAX writes `lax.dynamic_slice` with symbolic shapes so; the two take the same elements
+    wherever real_dynamic_slice is defined (its slice within bounds)."""
+    x, start, limit, strides = op.operands
+    st = _const(strides)
+    if st is None or not np.all(st == 1) or not _static(x.type.shape):
+        return None
+    add = getattr(limit, "owner", None)
+    if not isinstance(add, Operation) or add.name != "stablehlo.add":
+        return None
+    a, c = add.operands
+    if a is not start:
+        a, c = c, a
+    sizes = _const(c)
+    if a is not start or sizes is None or sizes.shape != (x.type.rank,):
+        return None
+    et = start.type.element_type
+    starts = []
+    for d in range(x.type.rank):
+        one = b.create("stablehlo.slice", [start], [TensorType((1,), et)],
+                       {"start_indices": _arr([d]), "limit_indices": _arr([d + 1]), "strides": _arr([1])})
+        starts.append(b.create("stablehlo.reshape", [one.result], [TensorType((), et)]).result)
+    out = TensorType(tuple(int(n) for n in sizes), op.results[0].type.element_type)
+    return [b.create("stablehlo.dynamic_slice", [x] + starts, [out], {"slice_sizes": _arr(sizes)}).result]
+
+
 @PATTERNS.on("stablehlo.dynamic_gather")
 def _dgather(op, b):
     """dynamic_gather with constant slice sizes -> gather."""
@@ -123,6 +151,23 @@ def _dconv(op, b):
     attrs = dict(op.attributes)
     attrs["padding"] = A.DenseElementsAttr(TensorType(pad.shape, i64), pad.astype(np.int64))
     return [b.create("stablehlo.convolution", op.operands[:2], None, attrs).result]
+
+
+def _elementwise_types(op: Operation) -> list:
+    """An elementwise op's results (and a bitcast_convert's between types of one width) take
+    the shape of its static operands, with their own element types; [] for other ops or
+    when no operand is static."""
+    from axle.ir.ops import ELEMENTWISE, lookup
+    d = lookup(op.name)
+    same_width = op.name == "stablehlo.bitcast_convert" and \
+        getattr(op.operands[0].type.element_type, "bitwidth", -1) == getattr(op.results[0].type.element_type, "bitwidth", -2)
+    if d is None or not (d.has(ELEMENTWISE) or same_width):
+        return []
+    for v in op.operands:
+        t = v.type
+        if isinstance(t, TensorType) and t.is_static and t.rank == op.results[0].type.rank:
+            return [TensorType(t.shape, r.type.element_type) for r in op.results]
+    return []
 
 
 def refine_types(module: Module) -> bool:
@@ -146,11 +191,16 @@ def refine_types(module: Module) -> bool:
             try:
                 types = infer_result_types(op.name, [v.type for v in op.operands], op.attributes, op.regions)
             except (InferenceError, KeyError, ValueError, TypeError):
-                continue
+                types = _elementwise_types(op)  # convert: only the element type is not inferred
             for r, t in zip(op.results, types):
-                if isinstance(t, TensorType) and t.is_static and r.type != t:
-                    r.type = t
-                    changed = True
+                if isinstance(t, TensorType) and t.is_static and isinstance(r.type, TensorType) \
+                        and t.rank == r.type.rank:
+                    # only the shape is refined: the declared element type stays (a dot_general
+                    # may declare a wider result than its operands, f32 x f32 -> f64)
+                    t = TensorType(t.shape, r.type.element_type)
+                    if r.type != t:
+                        r.type = t
+                        changed = True
         ret = fn.body.operations[-1]
         res = tuple(v.type for v in ret.operands)
         ft = fn.function_type

@@ -207,8 +207,9 @@ def build_parser(prog: str = "axle compile") -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("module", metavar="MODULE", help=".mlir file, '-' for stdin, or jax:NAME (a workload)")
     ap.add_argument("-o", "--output", help="write here instead of stdout")
-    ap.add_argument("--emit", choices=("summary", "llvm", "llvm-opt", "asm"), default="summary",
-                    help="what to print (default: summary)")
+    ap.add_argument("--emit", choices=("summary", "llvm", "llvm-opt", "asm", "artifact"), default=None,
+                    help="what to print (default: summary; artifact when -o ends in .axle: an "
+                         "ahead-of-time executable for axle.load, docs/runtime.md)")
     ap.add_argument("--function", help="function to compile (default: @main)")
     ap.add_argument("--opt", type=int, default=3, choices=(0, 1, 2, 3), help="LLVM level for llvm-opt/asm")
     ap.add_argument("--no-table", dest="table", action="store_false", help="summary without the kernel table")
@@ -217,6 +218,10 @@ def build_parser(prog: str = "axle compile") -> argparse.ArgumentParser:
 
 def main(argv: Optional[list] = None) -> int:
     a = build_parser().parse_args(argv)
+    if a.emit is None:
+        a.emit = "artifact" if a.output and a.output.endswith(".axle") else "summary"
+    if a.emit == "artifact":
+        return _write_artifact(a)
     try:
         name, text, _ = read_module(a.module)
         b = build(text, name, a.function, progress=True)
@@ -240,6 +245,30 @@ def main(argv: Optional[list] = None) -> int:
               f"passes {b.pipeline_seconds * 1e3:.0f} ms, codegen {b.codegen_seconds * 1e3:.0f} ms)")
     else:
         sys.stdout.write(out)
+    return 0
+
+
+def _write_artifact(a) -> int:
+    """`axle compile model.mlir -o model.axle`: compile and save (axle.save)."""
+    import time
+
+    import axle
+    if not a.output:
+        print("axle compile: --emit artifact needs -o FILE.axle", file=sys.stderr)
+        return 2
+    try:
+        name, text, _ = read_module(a.module)
+        t0 = time.perf_counter()
+        exe = axle.compile(text, entry=a.function or "main")
+        axle.save(exe, a.output)
+    except Exception as e:
+        code = report(e, "axle compile")
+        if code is None:
+            raise
+        return code
+    import os
+    print(f"wrote {a.output} (artifact, {os.path.getsize(a.output)} bytes; compile "
+          f"{(time.perf_counter() - t0) * 1e3:.0f} ms); run it with axle.load('{a.output}')")
     return 0
 
 

@@ -5,7 +5,14 @@ Each .mlir file, or each `// -----` part of it, is one case. A case with check o
 arguments is a *run* case: it passes when its entry functions run and every check
 holds. A case whose @main takes arguments and has no check ops (all of
 testdata/dynamic/) is a *verify* case: it passes when it parses, verifies and
-round-trips through the printer (and, for a compiling backend, compiles).
+round-trips through the printer. On the CPU backend it is a *dynamic* case as well: it is
+compiled at concrete sizes and its results on random inputs are compared with the
+interpreter's (conformance_cpu.run_dynamic_case).
+
+On the CPU backend the inputs of run cases are lifted into run-time arguments
+(lifting.py), and each passed case says whether it ran native code end to end, went
+through host callbacks (which ops), or was answered at compile time (conformance_cpu.py;
+a case the constant folder answers is compiled again without it).
 
 Cases run in worker processes (--jobs); one past --timeout counts as failed. A case that
 StableHLO itself marks `RUN-DISABLED(reason)` is still run: if it passes it counts as
@@ -52,6 +59,8 @@ class Result:
     status: str  # "passed" | "failed" | "skipped"
     message: str = ""
     seconds: float = 0.0
+    how: str = ""  # cpu: "native" | "host-callback" | "compile-time" (conformance_cpu.py)
+    host_ops: tuple = ()  # cpu: the ops that ran in Python through host callbacks
 
 
 class _Timeout(Exception):
@@ -79,6 +88,50 @@ def entry_functions(module) -> list[str]:
             and not f.is_declaration]
 
 
+def _run_lifted(case: Case, e: str, backend: str, passes: str, fold: bool = True) -> tuple:
+    """Optimize (or compile) and run a copy of entry `e` whose inputs arrive as arguments and
+    whose checks run on the host, so that folding cannot answer for the backend; raise on a
+    failed check. Returns conformance_cpu.how_computed's answer for the CPU, else ("", [])."""
+    from axle.ir import parse_module
+    from axle.passes import PassManager, default_pipeline
+    from axle.tools.lifting import lift
+    lifted = lift(parse_module(case.text, case.file), e)
+    checked = list(range(lifted.num_results, len(lifted.module.function(e).function_type.results)))
+    if backend == "cpu":
+        from axle.tools.conformance_cpu import constant_results
+        before = constant_results(lifted.module, e, checked)
+    if passes == "default":
+        pipeline = default_pipeline()
+        if not fold:
+            from axle.passes import FixedPoint
+            pipeline = [FixedPoint([p for p in s.passes if p.name != "constant-folding"], name=s.name)
+                        if isinstance(s, FixedPoint) else s for s in pipeline]
+        PassManager(pipeline, verify_each=True).run(lifted.module)
+    programs = []
+    if backend == "cpu" and any(op.name == "interpreter.run_parallel" for op in lifted.module.walk()):
+        # the host program runs in the interpreter; each process's program is compiled
+        # for a CPU device and meets the others through in-process collectives
+        from axle.backends.cpu.multi import compiled_program_runner
+        from axle.interpreter.evaluator import run_function
+        runner = compiled_program_runner(lifted.module)
+        outputs = run_function(lifted.module, lifted.args, e, program_runner=runner)
+        programs = [p.program for ex in runner.executables.values()
+                    for p in getattr(ex, "executable", ex)._programs.values()]
+    elif backend == "cpu":
+        from axle.backends.cpu.executable import CpuExecutable
+        exe = CpuExecutable(lifted.module, e)
+        outputs = exe.execute(lifted.args)
+        programs = [p.program for p in exe._programs.values()]
+    else:
+        from axle.interpreter.evaluator import run_function
+        outputs = run_function(lifted.module, lifted.args, e)
+    lifted.run_checks(outputs)
+    if backend != "cpu":
+        return "", []
+    from axle.tools.conformance_cpu import how_computed
+    return how_computed(lifted.module, e, checked, programs, before)
+
+
 def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
     """Run one case in this process (with an alarm for the timeout)."""
     t0 = time.perf_counter()
@@ -97,6 +150,14 @@ def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
             why = roundtrip_case(case.text, case.file)
             if why is not None:
                 return Result(case.name, kind, "failed", why, time.perf_counter() - t0)
+            if backend == "cpu":  # compiled at concrete sizes, compared with the interpreter
+                from axle.tools.conformance_cpu import InvalidProgram, run_dynamic_case
+                kind = "dynamic"
+                try:
+                    how, host = run_dynamic_case(module, "main")
+                except InvalidProgram as e:
+                    return Result(case.name, kind, "skipped", str(e), time.perf_counter() - t0)
+                return Result(case.name, kind, "passed", "", time.perf_counter() - t0, how, tuple(host))
             return Result(case.name, kind, "passed", "", time.perf_counter() - t0)
         entries = entry_functions(module)
         if not entries:
@@ -105,6 +166,7 @@ def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
         from axle.interpreter import interpret
         from axle.interpreter.ops_check import reset_default_probes
         reset_default_probes()
+        hows = []  # (how, host ops) per entry function (compiling backends)
         for e in entries:
             fn = module.functions[e]
             if fn.function_type.inputs:
@@ -120,29 +182,17 @@ def run_case(case: Case, backend: str, passes: str, timeout: float) -> Result:
                     if owner is not None and check_name(owner) == "check.eq" and not np.all(np.asarray(out)):
                         raise AssertionError(f"check.eq at {owner.where()} returned false")
                 continue
-            # optimize (or compile) a copy whose inputs arrive as arguments and whose checks
-            # run on the host, so that folding cannot answer for the backend
-            from axle.ir import parse_module as _parse
-            from axle.passes import PassManager, default_pipeline
-            from axle.tools.lifting import lift
-            lifted = lift(_parse(case.text, case.file), e)
-            if passes == "default":
-                PassManager(default_pipeline(), verify_each=True).run(lifted.module)
-            if backend == "cpu" and any(op.name == "interpreter.run_parallel" for op in lifted.module.walk()):
-                # the host program runs in the interpreter; each process's program is compiled
-                # for a CPU device and meets the others through in-process collectives
-                from axle.backends.cpu.multi import compiled_program_runner
-                from axle.interpreter.evaluator import run_function
-                outputs = run_function(lifted.module, lifted.args, e,
-                                       program_runner=compiled_program_runner(lifted.module))
-            elif backend == "cpu":
-                from axle.backends.cpu.executable import CpuExecutable
-                outputs = CpuExecutable(lifted.module, e).execute(lifted.args)
-            else:
-                from axle.interpreter.evaluator import run_function
-                outputs = run_function(lifted.module, lifted.args, e)
-            lifted.run_checks(outputs)
-        return Result(case.name, kind, "passed", "", time.perf_counter() - t0)
+            hows.append(_run_lifted(case, e, backend, passes))
+            if backend == "cpu" and hows[-1][0] == "compile-time":
+                # the passes folded what the checks read (an iota, say): compile it again
+                # without the constant folder, so that the backend computes it
+                hows[-1] = _run_lifted(case, e, backend, passes, fold=False)
+        how, host = "", ()
+        if backend == "cpu" and hows:  # the case is as weak as its weakest entry function
+            order = ("native", "host-callback", "compile-time")
+            how = max((h for h, _ in hows), key=order.index)
+            host = tuple(sorted({op for _, ops in hows for op in ops}))
+        return Result(case.name, kind, "passed", "", time.perf_counter() - t0, how, host)
     except _Timeout:
         return Result(case.name, kind, "failed", f"timeout after {timeout:g} s", time.perf_counter() - t0)
     except Exception as e:  # a failed case, whatever the error: report its first line
@@ -233,6 +283,26 @@ def _progress_bar(total: int):
                 smoothing=0.05)
 
 
+def native_summary(results: list[Result]) -> str:
+    """What the passed cases of a compiling backend ran: native code end to end, host
+    callbacks (with the ops that took them), or answers known at compile time."""
+    passed = [r for r in results if r.status == "passed"]
+    native = sum(r.how == "native" for r in passed)
+    host = [r for r in passed if r.how == "host-callback"]
+    folded = [r for r in passed if r.how == "compile-time"]
+    ops: dict = {}
+    for r in host:
+        for op in r.host_ops:
+            ops[op] = ops.get(op, 0) + 1
+    lines = [f"passed cases: {native} ran native code end to end, {len(host)} went through host "
+             f"callbacks, {len(folded)} were answered at compile time"]
+    if ops:
+        lines.append("host-callback ops (cases): " + ", ".join(f"{k} ({v})" for k, v in sorted(ops.items())))
+    for r in folded:
+        lines.append(f"ANSWERED AT COMPILE TIME {r.name}")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="axle conformance", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -261,10 +331,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         if r.status == "skipped":
             print(f"SKIPPED {r.name}: {r.message}")
     wall = time.perf_counter() - t0
-    for kind in ("run", "verify"):
+    for kind in ("run", "verify", "dynamic"):
         rs = [r for r in results if r.kind == kind]
         print(f"{kind} cases: {sum(r.status == 'passed' for r in rs)} passed, "
               f"{sum(r.status == 'failed' for r in rs)} failed, {sum(r.status == 'skipped' for r in rs)} skipped")
+    if a.backend != "interpreter":
+        print(native_summary(results))
     print(f"backend {a.backend}, passes {a.passes}, {len(results)} cases in {wall:.1f}s with {a.jobs} jobs")
     if a.json:
         with open(a.json, "w") as fh:

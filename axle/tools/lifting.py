@@ -6,9 +6,14 @@ the backend would never run. So, for an entry function:
 
 1. its calls are inlined (the suites keep inputs in @inputs() / @expected() functions);
 2. the check ops at the function's top level are taken out; the values they check become
-   extra results of the function, and the checks are kept aside to run on the host;
-3. every non-splat constant at the top level becomes a function argument, whose value
-   is passed at run time.
+   extra results of the function, and the checks are kept aside to run on the host (a
+   constant in a check's *expected* slot stays on the host; the checked value always
+   comes back from the backend, even when the program checks a constant as it is);
+3. every constant at the top level, scalars and splats included, becomes a function
+   argument whose value is passed at run time, so that nothing the checks read can be
+   computed at compile time. Constants that reach a shape operand (the output shape of
+   `dynamic_broadcast_in_dim`, `dynamic_reshape`, ...) stay: they are the program's
+   shapes, not its data.
 
 `lift(module, entry)` returns the new module, the argument values, and a function that
 evaluates the checks on the results.
@@ -70,6 +75,31 @@ class Lifted:
                     raise CheckFailure(f"{name} at {op.where()}: the values differ")
 
 
+# operand positions that hold shapes, sizes or paddings rather than data
+_SHAPE_OPERANDS = {
+    "stablehlo.dynamic_iota": (0,), "stablehlo.dynamic_broadcast_in_dim": (1,),
+    "stablehlo.dynamic_reshape": (1,), "stablehlo.real_dynamic_slice": (1, 2, 3),
+    "stablehlo.dynamic_pad": (2, 3, 4), "stablehlo.dynamic_gather": (2,),
+    "stablehlo.dynamic_conv": (2,), "stablehlo.set_dimension_size": (1,),
+}
+
+
+def _shape_sources(module: Module) -> set:
+    """The ops whose results reach a shape operand (through any chain of ops)."""
+    work = []
+    for op in module.walk():
+        for i in _SHAPE_OPERANDS.get(op.name, ()):
+            if i < len(op.operands):
+                work.append(op.operands[i])
+    seen: set = set()
+    while work:
+        owner = getattr(work.pop(), "owner", None)
+        if isinstance(owner, Operation) and owner not in seen:
+            seen.add(owner)
+            work.extend(owner.operands)
+    return seen
+
+
 def lift(module: Module, entry: str) -> Lifted:
     from axle.passes import make_pass
     make_pass("inline").run(module)
@@ -77,42 +107,49 @@ def lift(module: Module, entry: str) -> Lifted:
     block = fn.body
     ftype: FunctionType = fn.function_type
     ret = block.operations[-1]
-    # 2. checks out, their operands as results (constants stay on the host)
+    # 2. checks out, their operands as results (expected constants stay on the host)
     checks = []
     extra = []
     for op in list(block.operations):
         if not _is_check(op):
             continue
         sources = []
-        for v in op.operands:
+        for i, v in enumerate(op.operands):
             owner = getattr(v, "owner", None)
-            if isinstance(owner, Operation) and owner.name == "stablehlo.constant":
+            if i > 0 and isinstance(owner, Operation) and owner.name == "stablehlo.constant":
                 sources.append(("const", owner.attributes["value"].array))
             else:
                 sources.append(("result", v))
-                extra.append(v)
+                if v not in extra:
+                    extra.append(v)
         checks.append((op, sources))
         block.operations.remove(op)
         if op.results:  # check.eq: its boolean result is checked on the host instead
             ret.operands = [v for v in ret.operands if v not in op.results]
     kept_results = tuple(v.type for v in ret.operands)
     ret.operands.extend(extra)
-    # 3. non-splat constants become arguments
+    # 3. constants become arguments (all of them but shapes)
     args = []
     new_inputs = list(ftype.inputs)
+    shapes = _shape_sources(module)
+    replace = {}
     for op in list(block.operations):
-        if op.name != "stablehlo.constant":
+        if op.name != "stablehlo.constant" or op in shapes:
             continue
         value = op.attributes["value"]
-        if not isinstance(value, A.DenseElementsAttr) or value.is_splat or value.array.size <= 1:
+        if not isinstance(value, A.DenseElementsAttr):
             continue
         t = op.results[0].type
-        arg = block.add_argument(t, name=op.results[0].name_hint if isinstance(op.results[0].name_hint, str) else None)
+        hint = op.results[0].name_hint
+        arg = block.add_argument(t, name=hint if isinstance(hint, str) else None)
         new_inputs.append(t)
-        args.append(value.array)
-        for user in module.walk():
-            user.operands = [arg if v is op.results[0] else v for v in user.operands]
+        args.append(np.array(value.array))
+        replace[op.results[0]] = arg
         block.operations.remove(op)
+    if replace:
+        for user in module.walk():
+            if any(v in replace for v in user.operands):
+                user.operands = [replace.get(v, v) for v in user.operands]
     fn.attributes["function_type"] = A.TypeAttr(FunctionType(tuple(new_inputs), kept_results
                                                              + tuple(v.type for v in extra)))
     for key in ("arg_attrs", "res_attrs"):

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import axle
-from axle.backends.cpu import Unsupported
 from axle.interpreter.evaluator import run_function
 from axle.ir import parse_module
 
@@ -235,9 +234,22 @@ def test_small_float_bitcast_and_fnuz_total_order():
         np.testing.assert_array_equal(np.asarray(g).view(np.uint8), np.asarray(w).view(np.uint8))
 
 
-def test_f8e8m0_stays_unsupported():
-    with pytest.raises(Unsupported, match="f8E8M0FNU"):
-        axle.compile(unary("stablehlo.negate", "f8E8M0FNU", [4]), backend="cpu")
+def test_f8e8m0_ops_match_the_interpreter():
+    """f8E8M0FNU (powers of two, no sign, 0xFF is NaN): every code through negate, multiply
+    and a total-order compare, bit for bit (negative results are NaN)."""
+    x = np.arange(256, dtype=np.uint8)
+    y = x[::-1].copy()
+    text = """func.func @main(%x: tensor<256xui8>, %y: tensor<256xui8>) -> (tensor<256xf8E8M0FNU>, tensor<256xf8E8M0FNU>, tensor<256xi1>) {
+  %a = stablehlo.bitcast_convert %x : (tensor<256xui8>) -> tensor<256xf8E8M0FNU>
+  %b = stablehlo.bitcast_convert %y : (tensor<256xui8>) -> tensor<256xf8E8M0FNU>
+  %n = stablehlo.negate %a : tensor<256xf8E8M0FNU>
+  %m = stablehlo.multiply %a, %b : tensor<256xf8E8M0FNU>
+  %c = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<256xf8E8M0FNU>, tensor<256xf8E8M0FNU>) -> tensor<256xi1>
+  return %n, %m, %c : tensor<256xf8E8M0FNU>, tensor<256xf8E8M0FNU>, tensor<256xi1>
+}"""
+    got, want = both(text, x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).view(np.uint8), np.asarray(w).view(np.uint8))
 
 
 # ---------------------------------------------------------------- fft

@@ -27,4 +27,5 @@ def test_default_pipeline_preserves_results(text, seed):
     before = run_function(m, args)
     PassManager(default_pipeline(), verify_each=True).run(m)
     after = run_function(m, args)
-    np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-6, err_msg=text)
+    for a, b in zip(after, before):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=text)

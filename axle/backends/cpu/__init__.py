@@ -19,10 +19,11 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
     from axle.reproducer import guard_codegen, run_pipeline
     pipeline = None
     ran = [not passes]
+    dump_to = options.pop("dump_to", None)  # AXLE_FLAGS' --dump_to for this compile only
     if passes:
         def pipeline(m):
             # an internal error in a pass leaves a reproducer (axle/reproducer.py)
-            run_pipeline(m, "cpu", entry=entry, options=options)
+            run_pipeline(m, "cpu", entry=entry, options=options, dump_to=dump_to)
             ran[0] = True
     with guard_codegen(module, entry, options, passes_done=lambda: ran[0]):  # ... and one in codegen
         if options.get("profile"):  # native per-kernel timing (profiling.py)

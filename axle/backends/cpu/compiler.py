@@ -117,6 +117,9 @@ class Program:
     cacheable: bool = True  # False when the code holds addresses valid only in this process
     host_callbacks: bool = False  # calls back into Python (errors are checked after a call)
     profile_offset: Optional[int] = None  # profile=True: arena offset of the kernel timestamps
+    aliases: dict = field(default_factory=dict)  # result k -> argument j whose memory it is written into
+    alias_rejections: list = field(default_factory=list)  # why requested aliases were not used (aliasing.py)
+    host_ops: list = field(default_factory=list)  # ops computed in Python through host callbacks
 
     def buffer_report(self, top: int = 5) -> str:
         """Like XLA's buffer assignment summary: what the temporaries cost, and what is live
@@ -265,10 +268,13 @@ class Context:
         self.kernels: list = []
         self.cacheable = True  # set False by kernels that bake process addresses into the code
         self.host_callbacks = False
+        self.host_ops: list = []  # names of the ops computed by host callbacks (conformance counts them)
         self._level = 0  # nesting of the block being emitted (while/if/case bodies > 0)
         self.timer = None  # profile=True: a profiling.KernelTimer stamping each top-level kernel
         self.row_fusions: dict = {}  # id(host op) -> (outer rank, reductions, index maps): row_fusion.py
         self.conv_rows: dict = {}  # id(reduce_window) -> the convolution whose rows it computes
+        self.aliases: dict = {}  # requested result k -> argument j (donation; aliasing.py)
+        self.alias_rejections: list = []
 
     # -- functions and buffers
     def _enter(self, fn: ir.Function) -> None:
@@ -397,12 +403,14 @@ class Context:
         self.kernels[-1].library = name
 
     def buffer(self, v: Value):
-        bufs = self.em.buffers
-        if id(v) not in bufs:  # a constant read in place by a memory-operand kernel (a dot on zeros)
-            owner = getattr(v, "owner", None)
-            if isinstance(owner, Operation) and owner.name == "stablehlo.constant":
-                return self.em.constant_data(owner)
-        return bufs[id(v)]
+        """The pointer to v's buffer in the function being emitted. A constant never gets a
+        buffer of its own (fused readers compute it in place): a kernel reading memory
+        (BLAS, convolution, sort, a host call, ...) reads its data from a global instead."""
+        if id(v) not in self.em.buffers:
+            g = _constant_global(self.em, v)
+            if g is not None:
+                return self.b.bitcast(g, I8.as_pointer())
+        return self.em.buffers[id(v)]
 
     def same_buffer(self, a: Value, b: Value) -> bool:
         """Whether a and b were given the same buffer (an in-place update)."""
@@ -413,7 +421,8 @@ class Context:
         return x is y or (isinstance(x, BufRef) and x == y)
 
     def has_buffer(self, v: Value) -> bool:
-        return id(v) in self.em.buffers
+        """Whether buffer(v) is a pointer: a planned buffer, or a constant's global."""
+        return id(v) in self.em.buffers or _is_constant(v)
 
     @property
     def offset(self) -> int:
@@ -552,9 +561,14 @@ class Context:
         # operand it reads only at the same index (and last) write straight into the result
         # buffer, and then overwrites it element by element (XLA's in-place elementwise
         # buffer sharing; e.g. a weight update w - lr * dot(...) needs no temporary)
+        if top and self.aliases:  # donated arguments: which results may be written into them
+            from axle.backends.cpu.aliasing import plan_aliases
+            self.aliases = plan_aliases(self, block, ops, want, targets, ret, results_into, self.aliases)
+        alias_slots = set(self.aliases.values()) if top else set()
         if level == 0:
             for op in ops:
-                if op.results and id(op.results[0]) in targets:
+                if op.results and id(op.results[0]) in targets and getattr(
+                        targets[id(op.results[0])], "slot", None) not in alias_slots:
                     v = _in_place_operand(op, want, block, last_read)
                     if v is not None and id(v) not in targets and v not in ret.operands:
                         targets[id(v)] = targets[id(op.results[0])]
@@ -574,7 +588,8 @@ class Context:
                     dst = targets.get(id(r))
                     if isinstance(dst, BufRef) and dst.slot not in first_write:
                         first_write[dst.slot] = k
-            self._result_pools(results_into, list(ret.operands), first_write)
+            self._result_pools([None if k in self.aliases else d for k, d in enumerate(results_into)],
+                               list(ret.operands), first_write)
         for k, op in enumerate(emitted):
             shared = None
             if op.results and id(op.results[0]) not in targets:
@@ -618,6 +633,28 @@ class Context:
         for v, dst in copies:
             self.copy(v, dst)
         return list(ret.operands)
+
+
+def _is_constant(v) -> bool:
+    owner = getattr(v, "owner", None)
+    return isinstance(owner, Operation) and owner.name == "stablehlo.constant" \
+        and isinstance(getattr(v, "type", None), TensorType)
+
+
+def _constant_global(em: Emitter, v):
+    """The global holding constant v's elements in memory (numpy's layout: i1 as bytes,
+    bf16 as i16), made once per constant and shared with the elemental emitter's reads
+    (Emitter.op_at); None when v is not a constant."""
+    if not _is_constant(v):
+        return None
+    op = v.owner
+    g = em._const_globals.get(id(op))
+    if g is None:
+        arr = op.attributes["value"].array
+        et = _ty(v).element_type
+        data = np.ascontiguousarray(arr.astype(np.uint8) if et.is_bool else arr).tobytes()
+        g = em._const_globals[id(op)] = em.global_bytes(data)
+    return g
 
 
 def _fusion_of(op: Operation, want: set, block: Block) -> tuple[list, list]:
@@ -987,16 +1024,19 @@ def load_kernels() -> None:
         importlib.import_module("axle.backends.cpu." + m)
 
 
-def compile_function(module: Module, entry: str = "main", profile: bool = False) -> Program:
+def compile_function(module: Module, entry: str = "main", profile: bool = False,
+                     aliases: Optional[dict] = None) -> Program:
     """Generate the program of `entry`. With `profile`, the code also reads a clock before and
     after each top-level kernel and keeps the times in the arena (profiling.py); without it,
-    the code is exactly what it would be otherwise."""
+    the code is exactly what it would be otherwise. `aliases` {result k: argument j} asks
+    for result k to be written into argument j's memory (donation); the pairs that are safe
+    end up in Program.aliases (aliasing.py)."""
     from axle.profiler import phase
     with phase("codegen", entry=entry, profile=profile):
-        return _compile_function(module, entry, profile)
+        return _compile_function(module, entry, profile, {int(k): int(j) for k, j in (aliases or {}).items()})
 
 
-def _compile_function(module: Module, entry: str, profile: bool) -> Program:
+def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) -> Program:
     load_kernels()
     from axle.passes.lower_quant import prepare_for_cpu
     module = prepare_for_cpu(module)  # quantized types -> integer/float ops (in a copy)
@@ -1012,6 +1052,7 @@ def _compile_function(module: Module, entry: str, profile: bool) -> Program:
     n_args = len(block.arguments)
     n_res = len(fn.function_type.results)
     ctx = Context(mod, func, n_args + n_res)
+    ctx.aliases = aliases
     if profile:
         from axle.backends.cpu.profiling import KernelTimer
         ctx.timer = KernelTimer(ctx)
@@ -1022,7 +1063,9 @@ def _compile_function(module: Module, entry: str, profile: bool) -> Program:
     _emit_trampoline(mod, func, n_args + n_res)
     profile_offset = ctx.timer.finish() if ctx.timer is not None else None
     return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
-                   ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset)
+                   ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset,
+                   ctx.aliases, ctx.alias_rejections,
+                   sorted(set(ctx.host_ops)))
 
 
 PYARRAY_DATA_OFFSET = 16  # offsetof(PyArrayObject, data): after the object header (refcount, type)

@@ -168,16 +168,6 @@ class Emitter:
         g.initializer = ir.Constant(arr, bytearray(data))
         return g
 
-    def constant_data(self, op):
-        """An i8* to the data of a stablehlo.constant (a global made once per constant)."""
-        et = _ty(op.results[0]).element_type
-        arr = op.attributes["value"].array
-        g = self._const_globals.get(id(op))
-        if g is None:
-            g = self._const_globals[id(op)] = self.global_bytes(np.ascontiguousarray(
-                arr.astype(np.uint8) if et.is_bool else arr).tobytes())
-        return self.b.bitcast(g, I8.as_pointer())
-
     def alloca(self, t: ir.Type):
         """A stack slot in the function's entry block (where mem2reg can promote it; an
         alloca inside a loop would grow the stack every iteration)."""
@@ -355,16 +345,7 @@ class Emitter:
             if src.bitwidth != et.bitwidth or src.is_bool or et.is_bool:
                 from axle.backends.cpu.bitcast import bitcast_wide  # other widths: bitcast.py
                 return bitcast_wide(self, op, idx)
-            x = self.value_at(op.operands[0], idx)
-            if _f8.is_f8(src) or _f8.is_f8(et):
-                return _f8.bitcast(b, x, src, et)
-            if src.name == "bf16":  # the register is the f32 whose top half is the bf16
-                x = b.trunc(b.lshr(b.bitcast(x, S.I32), ir.Constant(S.I32, 16)), S.I16)
-                return x if et.is_int else b.bitcast(x, S.reg_type(et))
-            if et.name == "bf16":
-                bits = x if src.is_int else b.bitcast(x, S.I16)
-                return b.bitcast(b.shl(b.zext(bits, S.I32), ir.Constant(S.I32, 16)), S.F32)
-            return b.bitcast(x, S.reg_type(et))
+            return _bitcast_scalar(b, self.value_at(op.operands[0], idx), src, et)
         r = RULES.get(name)
         if r is None:
             raise Unsupported(op.where())
@@ -429,6 +410,11 @@ class Emitter:
                 out = self.op_at(op, [])
             elif op.name in ("stablehlo.real", "stablehlo.imag", "stablehlo.complex"):
                 out = _parts_scalar(self, op, ins)
+            elif op.name == "stablehlo.bitcast_convert":  # (total-order sort comparators)
+                src, dst = _ty(op.operands[0]).element_type, _ty(op.results[0]).element_type
+                if src.bitwidth != dst.bitwidth or src.is_bool or dst.is_bool or _ty(op.results[0]).shape != ():
+                    raise Unsupported(f"{op.where()}: bitcast_convert {src} -> {dst} in a region body")
+                out = _bitcast_scalar(self.b, ins[0], src, dst)
             elif r is None:
                 raise Unsupported(f"{op.where()} in a reduction body")
             else:
@@ -441,6 +427,21 @@ class Emitter:
         if t.shape != ():
             raise Unsupported("reduction body uses a non-scalar value from outside")
         return self.value_at(v, [])
+
+
+def _bitcast_scalar(b, x, src, et):
+    """bitcast_convert of one register between element types of the same width."""
+    if src == et:
+        return x
+    if _f8.is_f8(src) or _f8.is_f8(et):
+        return _f8.bitcast(b, x, src, et)
+    if src.name == "bf16":  # the register is the f32 whose top half is the bf16
+        x = b.trunc(b.lshr(b.bitcast(x, S.I32), ir.Constant(S.I32, 16)), S.I16)
+        return x if et.is_int else b.bitcast(x, S.reg_type(et))
+    if et.name == "bf16":
+        bits = x if src.is_int else b.bitcast(x, S.I16)
+        return b.bitcast(b.shl(b.zext(bits, S.I32), ir.Constant(S.I32, 16)), S.F32)
+    return b.bitcast(x, S.reg_type(et))
 
 
 def _parts_scalar(em, op, ins):

@@ -12,6 +12,11 @@ Programs with dynamic dimensions (`?`) are specialized to the shapes of the argu
 call time (shape refinement, passes/refine_shapes.py) and one native program is kept per
 concrete signature.
 
+Donation: with `aliases` {result k: argument j} among the options, the code writes result
+k into argument j's memory where that is safe (aliasing.py; the accepted pairs are
+`Program.aliases`); `execute(args, donate=positions)` then returns the donated arrays
+themselves as those results, and copies aliased arguments the caller did not donate.
+
 Caches: compiled programs are kept in memory by (module fingerprint, entry, signature,
 options) and on disk (disk_cache.py) as object code. The fingerprint is taken from the
 module as given, before the optimization pipeline, printed without locations: a cache hit
@@ -22,17 +27,19 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import logging
 import threading
+import time
 from typing import Callable, Optional
 
 import numpy as np
 
+from axle import counters as _metrics
 from axle import profiler as _profiler
 from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
 from axle.backends.cpu.llvm_env import compile_to_object, link_object
 from axle.backends.cpu.scalar import Unsupported
-from axle.interpreter.evaluator import check_arguments
 from axle.ir.core import Module
 from axle.ir.types import TensorType
 
@@ -68,6 +75,8 @@ class NativeProgram:
         if n <= MAX_TRAMPOLINE_ARGS:
             self._call = ctypes.CFUNCTYPE(None, *([ctypes.py_object] * n + [ctypes.c_void_p]))(addrs["axle_call"])
         self._outs = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.result_types]
+        # donation: result k is written into argument j's array (the caller owns it)
+        self._alias = sorted((int(k), int(j)) for k, j in program.aliases.items())
         self._local = threading.local()  # arena and pointer table per thread (devices run in threads)
 
     @classmethod
@@ -88,6 +97,9 @@ class NativeProgram:
     def run(self, args: list) -> list:
         """Run on checked arguments: exact, C-contiguous np.ndarrays of the right dtypes/shapes."""
         outs = [np.empty(s, d) for s, d in self._outs]
+        if self._alias:
+            for k, j in self._alias:
+                outs[k] = args[j]
         try:
             arena = self._local.arena_ptr
         except AttributeError:
@@ -111,9 +123,23 @@ class NativeProgram:
         return outs
 
 
+def _explain_miss(entry: str, key: tuple) -> None:
+    """AXLE_FLAGS=--explain_cache_misses: log which part of the key changed."""
+    from axle.flags import flag
+    if not flag("explain_cache_misses"):
+        return
+    fingerprint, _, signature, opts, pipeline, parallel = key
+    from axle.backends.cpu.disk_cache import cache_dir
+    message = _metrics.explain_miss(entry, {
+        "module": fingerprint[:16], "signature": [list(s) for s in signature], "options": opts,
+        "passes": pipeline, "cpu_parallel": parallel})
+    logging.getLogger("axle.compile").warning("%s (disk cache: %s)", message, cache_dir() or "off")
+
+
 def _program_header(p: Program) -> dict:
     return {"results": [list(t.shape) for t in p.result_types], "arena_bytes": p.arena_bytes,
-            "kernels": [[k.name, k.where(), k.shape, k.library] for k in p.kernels if k.depth == 0]}
+            "kernels": [[k.name, k.where(), k.shape, k.library] for k in p.kernels if k.depth == 0],
+            "aliases": [[int(k), int(j)] for k, j in sorted(p.aliases.items())]}
 
 
 def _program_from_header(h: dict, arg_types: list, result_types: list) -> Program:
@@ -123,7 +149,28 @@ def _program_from_header(h: dict, arg_types: list, result_types: list) -> Progra
     rtypes = [TensorType(tuple(int(d) for d in shape), t.element_type) for shape, t in zip(results, result_types)]
     prog = Program("", arg_types, rtypes, int(h["arena_bytes"]))
     prog.kernel_summary = h.get("kernels", [])
+    aliases = h.get("aliases", [])
+    n_args = len(arg_types)
+    for k, j in aliases:
+        if not (0 <= int(k) < len(rtypes) and 0 <= int(j) < n_args) or rtypes[int(k)] != arg_types[int(j)]:
+            raise ValueError("aliases")
+    prog.aliases = {int(k): int(j) for k, j in aliases}
     return prog
+
+
+def _own_donated(args: list, alias: list, donate) -> list:
+    """The arguments with every aliased one that the caller did not donate (or that cannot
+    be written: read-only, shared with another argument) replaced by a copy."""
+    args = list(args)
+    donate = set(donate or ())
+    for _, j in alias:
+        a = args[j]
+        shared = any(b is a or np.may_share_memory(a, b) for i, b in enumerate(args) if i != j)
+        if j not in donate or not a.flags.writeable or shared:
+            args[j] = a.copy()
+        else:
+            _metrics.add("donated_buffers")
+    return args
 
 
 class CpuExecutable:
@@ -171,15 +218,25 @@ class CpuExecutable:
         with _CACHE_LOCK:
             prog = _CACHE.get(key)
         if prog is None:
+            _metrics.add("memory_cache_misses")
+            _explain_miss(self.entry, key)
             dkey = disk_cache.make_key(self.fingerprint, self.entry, signature,
                                        dict(self.options, pipeline=self._pipeline is not None))
             prog = self._from_disk(dkey, signature)
             if prog is None:
+                _metrics.add("disk_cache_misses")
+                t0 = time.perf_counter()
                 prog = NativeProgram.compile(self._compile(signature))
+                _metrics.add("native_compiles")
+                _metrics.add("llvm_seconds", time.perf_counter() - t0)
                 if prog.program.cacheable:
                     disk_cache.store(dkey, _program_header(prog.program), prog.object_code)
+            else:
+                _metrics.add("disk_cache_hits")
             with _CACHE_LOCK:
                 _CACHE[key] = prog
+        else:
+            _metrics.add("memory_cache_hits")
         self._programs[signature] = prog
         return prog
 
@@ -203,6 +260,8 @@ class CpuExecutable:
             from axle.passes.refine_shapes import fully_static, specialize
             module = specialize(parse_module(print_module(module)), self.entry, list(signature))
             if not fully_static(module, self.entry):
+                from axle.backends.cpu.kernels_jax import check_shape_assertions
+                check_shape_assertions(module)  # shapes that break the export's assertions: say so
                 raise Unsupported(f"@{self.entry}: shapes still dynamic after specializing to "
                                   f"{[list(s) for s in signature]} (they depend on data)")
         return compile_function(module, self.entry, **self.options)
@@ -220,13 +279,28 @@ class CpuExecutable:
                 return False
         return True
 
-    def execute(self, args, _traced: bool = False) -> list:
+    def execute(self, args, _traced: bool = False, donate=()) -> list:
+        """Run on numpy arrays; returns the results as fresh numpy arrays. With donation
+        compiled in (`aliases`), result k is written into argument j's memory: an array
+        listed in `donate` (argument positions) is used as it is and comes back as the
+        result (the caller gives it up); any other aliased argument is copied first."""
         if _profiler.ACTIVE is not None and not _traced:  # axle.profiler is tracing: record the call
             return _profiler.ACTIVE.execute(self, args)
-        if self._static is not None and self._fast_ok(args):
+        _metrics.add("executions")
+        if self._static is not None and not self._static._alias and self._fast_ok(args):
             return self._static.run(args)
-        args = [np.ascontiguousarray(a) for a in check_arguments(self.function, list(args))]
-        return self._native(tuple(a.shape for a in args)).run(args)
+        from axle.interpreter.evaluator import check_arguments  # (lazy: the interpreter imports SciPy)
+        # np.asarray(order="C") keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-d)
+        args = [np.asarray(a, order="C") for a in check_arguments(self.function, list(args))]
+        prog = self._native(tuple(a.shape for a in args))
+        if prog._alias:
+            args = _own_donated(args, prog._alias, donate)
+        return prog.run(args)
+
+    @property
+    def aliases(self) -> dict:
+        """{result k: argument j} written in place (the accepted donations), of the first program."""
+        return dict(self.program.aliases) if self._programs else {}
 
     def __call__(self, *args):
         out = self.execute(args)

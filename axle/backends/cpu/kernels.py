@@ -15,7 +15,7 @@ from axle.ir.types import f32
 
 # ops a scalar region body may hold besides the elementwise RULES (see Emitter.region_scalars)
 SCALAR_BODY_OPS = ("stablehlo.return", "stablehlo.convert", "stablehlo.constant", "stablehlo.real",
-                   "stablehlo.imag", "stablehlo.complex")
+                   "stablehlo.imag", "stablehlo.complex", "stablehlo.bitcast_convert")
 
 
 def _check_reduce(op: Operation) -> None:

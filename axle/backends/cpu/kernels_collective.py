@@ -104,10 +104,11 @@ def emit_collective(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the op key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.name)
     with _LOCK:
         key = len(_OPS)
         _OPS[key] = op
-    ptrs = [ctx.em.buffers[id(v)] if id(v) in ctx.em.buffers else _materialize(ctx, v) for v in op.operands]
+    ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
     table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), max(len(ptrs), 1)))
     for i, p in enumerate(ptrs):
@@ -126,13 +127,24 @@ def _materialize(ctx: Context, v):
 
 
 def _check_custom_call(op: Operation) -> None:
-    """Only targets registered with axle.register_custom_call, on tensors."""
+    """Targets registered with axle.register_custom_call, on tensors, native handlers
+    registered with axle.register_ffi_target (kernels_ffi.py), and the JAX targets compiled
+    code runs itself (kernels_jax.py); others name the JAX API that emitted them."""
+    from axle.backends.ffi import lookup
     from axle.interpreter.evaluator import _CUSTOM_CALLS
     from axle.ir.types import TensorType
     target = op.attr("call_target_name")
+    if lookup(target) is not None:
+        from axle.backends.cpu.kernels_ffi import check_ffi_call
+        check_ffi_call(op)
+        return
     if target not in _CUSTOM_CALLS:
-        raise Unsupported(f"{op.where()}: custom call target '{target}' is not registered "
-                          f"(register one with axle.register_custom_call)")
+        from axle.backends.cpu.kernels_jax import NATIVE_TARGETS
+        if target in NATIVE_TARGETS:
+            return NATIVE_TARGETS[target][0](op)
+        from axle.interpreter.jax_targets import explain_target, unsupported_target_message
+        raise Unsupported(explain_target(op, "the cpu backend")
+                          or unsupported_target_message(target, op.where(), "the cpu backend"))
     for v in list(op.operands) + list(op.results):
         if not isinstance(v.type, TensorType) or not v.type.is_static:
             raise Unsupported(f"{op.where()}: custom call '{target}' on a value of type {v.type}")
@@ -142,4 +154,17 @@ def _check_custom_call(op: Operation) -> None:
 
 # A custom call runs its registered Python function on the host (the same callback as the
 # collectives): operands are copied out of the buffers, results copied back in.
-kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)(emit_collective)
+@kernel("stablehlo.custom_call", memory_operands=True, check=_check_custom_call)
+def emit_custom_call(ctx: Context, op: Operation) -> None:
+    from axle.backends.ffi import lookup
+    from axle.interpreter.evaluator import _CUSTOM_CALLS
+    target = op.attr("call_target_name")
+    handler = lookup(target)
+    if handler is not None:  # a native handler with XLA's FFI ABI
+        from axle.backends.cpu.kernels_ffi import emit_ffi_call
+        return emit_ffi_call(ctx, op, handler)
+    if target not in _CUSTOM_CALLS:
+        from axle.backends.cpu.kernels_jax import NATIVE_TARGETS
+        if target in NATIVE_TARGETS:
+            return NATIVE_TARGETS[target][1](ctx, op)
+    emit_collective(ctx, op)

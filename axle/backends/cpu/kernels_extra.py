@@ -90,6 +90,7 @@ def host_effect(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.original.name)
     with _LOCK:
         key = len(_EFFECTS)
         _EFFECTS[key] = op.original

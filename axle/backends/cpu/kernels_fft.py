@@ -92,6 +92,7 @@ def emit_fft(ctx: Context, op: Operation) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the key live in this process only
     ctx.host_callbacks = True
+    ctx.host_ops.append(op.name)
     ctx.mark_library("pocketfft")
     it, ot = _ty(op.operands[0]), _ty(op.results[0])
     plan = (str(op.attr("fft_type")), [int(n) for n in op.attr("fft_length")],

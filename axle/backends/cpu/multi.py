@@ -26,4 +26,5 @@ def compiled_program_runner(module: Module):
         with device_context(ctx):
             return ex.execute(list(args))
 
+    run.executables = executables  # what was compiled (the conformance runner reads it)
     return run

@@ -268,6 +268,14 @@ def thread_count() -> int:
     return max(1, min(cores, max_threads()))
 
 
+PRELOADED: dict = {}  # "pool": the pool runtime's object code, given by an AOT artifact (no LLVM)
+
+
+def pool_object():
+    """The pool runtime's object code (None when the pool does not run here)."""
+    return _STATE.get("object") if available() else None
+
+
 def available() -> bool:
     """Build the pool's runtime and start its workers (once per process); False where it
     cannot run (one core, not x86-64 Linux)."""
@@ -291,14 +299,16 @@ def _start() -> bool:
     workers = thread_count() - 1
     if workers < 1:
         return False
-    from axle.backends.cpu.llvm_env import compile_ir
     libc = ctypes.CDLL(None)
     EXTERNAL_SYMBOLS["axle_syscall"] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
     text = (_POOL_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
             .replace("SYS_FUTEX", str(SYS_FUTEX)).replace("FUTEX_WAKE", str(FUTEX_WAKE_PRIVATE))
             .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)).replace("STALL_SLACK", str(STALL_SLACK))
             .replace("BACKOFF_MIN", str(BACKOFF_MIN)).replace("BACKOFF_MAX", str(BACKOFF_MAX)))
-    handle, addrs, _ = compile_ir(text, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"], opt=1)
+    from axle.backends.cpu.llvm_env import compile_to_object, link_object
+    obj = PRELOADED.get("pool") or compile_to_object(text, 1)[1]  # an AOT artifact carries it
+    handle, addrs = link_object(obj, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"])
+    _STATE["object"] = obj
     configure = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(addrs["axle_pool_configure"])
     worker = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addrs["axle_pool_worker"])
     configure(workers, SPIN)

@@ -36,7 +36,8 @@ OPS = _SHAPE_OPS + EFFECTS + BATCH_NORM_OPS + ("stablehlo.get_tuple_element", "s
                               "stablehlo.after_all", "stablehlo.create_token")
 # ops that never reach code generation once prepared (the status matrix counts them as compiled)
 HANDLED = EFFECTS + BATCH_NORM_OPS + ("stablehlo.get_dimension_size", "stablehlo.get_tuple_element", "stablehlo.tuple",
-                     "stablehlo.optimization_barrier", "stablehlo.after_all", "stablehlo.create_token")
+                     "stablehlo.optimization_barrier", "stablehlo.after_all", "stablehlo.create_token",
+                     "sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation", "sdy.return")
 
 
 @P.on("stablehlo.get_tuple_element")
@@ -77,13 +78,32 @@ def _drop_dead(module: Module) -> bool:
             return changed_any
 
 
+def _jax_ops(module: Module) -> bool:
+    """Whether Shardy ops or JAX's one-device custom calls remain (the default pipeline's
+    jax-custom-calls pass removes them; here when compiling without the passes)."""
+    from axle.interpreter.jax_targets import IDENTITY_TARGETS
+    return any((op.name.startswith("sdy.") and op.name != "sdy.mesh") or (op.name == "stablehlo.custom_call" and op.attr(
+        "call_target_name") in IDENTITY_TARGETS + ("ApproxTopK",)) for op in module.walk())
+
+
 def prepare(module: Module) -> Module:
     """`module` itself when none of the ops above occurs, else a rewritten copy."""
-    if not any(op.name in OPS for op in module.walk()):
+    jax_ops = _jax_ops(module)
+    if not jax_ops and not any(op.name in OPS for op in module.walk()):
         return module
     from axle.passes.lower_quant import clone_module
     from axle.passes.refine_shapes import PATTERNS as SHAPES, refine_types
     module = clone_module(module)
+    if jax_ops:
+        from axle.passes.jax_custom_calls import JaxCustomCalls
+        JaxCustomCalls().run(module)
+        for op in module.walk():
+            if op.name == "sdy.manual_computation":
+                from axle.backends.cpu.scalar import Unsupported
+                raise Unsupported(f"{op.where()}: its body works on shards "
+                                  f"({', '.join(str(a.type) for a in op.regions[0].blocks[0].arguments)}) of "
+                                  f"{', '.join(str(v.type) for v in op.operands)}, which needs several devices; "
+                                  f"the cpu backend runs Shardy programs on one device (manual axes of size 1)")
     if any(op.name in BATCH_NORM_OPS for op in module.walk()):
         from axle.passes.expanders import BATCH_NORM
         apply_patterns(module, BATCH_NORM)

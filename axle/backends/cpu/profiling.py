@@ -166,9 +166,9 @@ class ProfiledExecutable(CpuExecutable):
             return self._static
         return self._programs[tuple(np.shape(a) for a in args)]
 
-    def execute(self, args, _traced: bool = False) -> list:
+    def execute(self, args, _traced: bool = False, donate=()) -> list:
         t0 = _profiler.now_ns()
-        out = CpuExecutable.execute(self, args, True)
+        out = CpuExecutable.execute(self, args, True, donate)
         t1 = _profiler.now_ns()
         native = self._ran(args)
         program = native.program

@@ -1,6 +1,6 @@
 """Small floats on the CPU backend: f8E4M3FN, f8E5M2, f8E4M3FNUZ, f8E5M2FNUZ, f8E4M3B11FNUZ,
-f8E4M3, f8E3M4 and the 6/4-bit f6E2M3FN, f6E3M2FN, f4E2M1FN (not f8E8M0FNU: it stays
-unsupported). "8-bit floats" below means all of these.
+f8E4M3, f8E3M4, the exponent-only f8E8M0FNU (powers of two, no sign, no zero; 0xFF is NaN)
+and the 6/4-bit f6E2M3FN, f6E3M2FN, f4E2M1FN. "8-bit floats" below means all of these.
 
 Registers hold them as f32, like bf16: every op computes in f32 and the result is rounded
 to the small type (`finish`), which for + - * / and sqrt is the correctly rounded result
@@ -38,7 +38,7 @@ class Format:
     mantissa: int  # mantissa bits (without the implicit one)
     bias: int
     kind: str  # "ieee" (inf and NaNs), "fn" (no inf; S.1111.111 is NaN), "fnuz" (0x80 is the NaN),
-    # "sat" (neither inf nor NaN: overflow saturates)
+    # "sat" (neither inf nor NaN: overflow saturates), "e8m0" (exponent only, unsigned)
     dtype: object
     bits: int = 8
 
@@ -54,6 +54,7 @@ FORMATS = {f.name: f for f in (
     Format("f6E2M3FN", 2, 3, 1, "sat", ml_dtypes.float6_e2m3fn, 6),
     Format("f6E3M2FN", 3, 2, 3, "sat", ml_dtypes.float6_e3m2fn, 6),
     Format("f4E2M1FN", 2, 1, 1, "sat", ml_dtypes.float4_e2m1fn, 4),
+    Format("f8E8M0FNU", 8, 0, 127, "e8m0", ml_dtypes.float8_e8m0fnu),
 )}
 
 
@@ -110,6 +111,8 @@ def encode(b: ir.IRBuilder, x, et):
     bits = b.bitcast(x, I32)
     sign = b.lshr(bits, c(31))
     abits = b.and_(bits, c(0x7FFFFFFF))
+    if f.kind == "e8m0":
+        return _encode_e8m0(b, bits, abits)
     emin = 1 - bias  # exponent of the smallest normal number
     # normal numbers: round away the low 23 - M mantissa bits (ties to even) and rebias
     shift = 23 - M
@@ -155,6 +158,21 @@ def encode(b: ir.IRBuilder, x, et):
     return b.trunc(out, I8)
 
 
+def _encode_e8m0(b: ir.IRBuilder, bits, abits):
+    """f8E8M0FNU (2^(code - 127)): the f32 exponent rounded half up on the mantissa, as
+    ml_dtypes does; an f32 subnormal above 2^-127 goes to 2^-126, the others to 2^-127; negative numbers, zeros,
+    infinities, NaNs and overflows (past 2^127) are the NaN 0xFF."""
+    def c(v):
+        return ir.Constant(I32, v)
+
+    normal = b.lshr(b.add(abits, c(1 << 22)), c(23))
+    tiny = b.zext(b.icmp_unsigned(">", abits, c(0x400000)), I32)  # as ml_dtypes rounds them
+    code = b.select(b.icmp_unsigned("<", abits, c(1 << 23)), tiny, normal)
+    bad = b.or_(b.icmp_signed("<", bits, c(0)), b.icmp_unsigned(">", code, c(254)))
+    bad = b.or_(bad, b.or_(b.icmp_unsigned("==", abits, c(0)), b.icmp_unsigned(">=", abits, c(0x7F800000))))
+    return b.trunc(b.select(bad, c(0xFF), code), I8)
+
+
 def round_f8(b: ir.IRBuilder, x, et):
     """An f32 register rounded to the nearest value of the 8-bit type."""
     return decode(b, encode(b, x, et), et)
@@ -165,6 +183,8 @@ def total_order_key(b: ir.IRBuilder, x, et):
     magnitude bits, negated (minus one) when the sign bit is set."""
     top = FORMATS[et.name].bits - 1
     code = b.zext(encode(b, x, et), I32)
+    if FORMATS[et.name].kind == "e8m0":  # no sign bit: the code is the order
+        return code
     mag = b.and_(code, ir.Constant(I32, (1 << top) - 1))
     neg = b.icmp_unsigned("!=", b.and_(code, ir.Constant(I32, 1 << top)), ir.Constant(I32, 0))
     return b.select(neg, b.sub(ir.Constant(I32, -1), mag), mag)

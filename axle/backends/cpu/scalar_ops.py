@@ -12,6 +12,7 @@ from llvmlite import ir
 from axle.backends.cpu import fastmath
 from axle.backends.cpu.scalar import F32, F64, I1, Unsupported, constant, reg_type
 from axle.backends.cpu.scalar_f8 import canonical_nan, is_f8, narrow_float, round_to_odd_f32
+from axle.ir.types import ELEMENT_TYPES
 
 RULES = {}
 COMPLEX_RULES = {}  # op name -> rule for complex operands (see the end of this file)
@@ -543,6 +544,32 @@ def _crsqrt(e, et, a, op):
     z = _libc(e, "csqrt", [r, i])
     one = _narrow(e, et, ir.Constant(F64, 1.0), ir.Constant(F64, 0.0))
     return _cdiv(e, et, [one, _narrow(e, et, re(e.b, z), im(e.b, z))], op)
+
+
+@_crule("cbrt")
+def _ccbrt(e, et, a, op):
+    """The principal cube root, as the interpreter: |z|^(1/3) at a third of arg(z)."""
+    b = e.b
+    r, i = _wide(e, a[0])
+    theta = b.fdiv(_libc(e, "atan2", [i, r], returns_complex=False), ir.Constant(F64, 3.0))
+    norm2 = b.fadd(b.fmul(r, r), b.fmul(i, i))
+    mag = _libc(e, "pow", [norm2, ir.Constant(F64, 1.0 / 6.0)], returns_complex=False)
+    cos = _libc(e, "cos", [theta], returns_complex=False)
+    sin = _libc(e, "sin", [theta], returns_complex=False)
+    return _narrow(e, et, b.fmul(mag, cos), b.fmul(mag, sin))
+
+
+@_crule("logistic")
+def _clogistic(e, et, a, op):
+    """1 / (1 + exp(-z)) in double, rounded once."""
+    b = e.b
+    r, i = _wide(e, a[0])
+    z = _libc(e, "cexp", [b.fneg(r), b.fneg(i)])
+    wide = ELEMENT_TYPES["complex<f64>"]
+    den = make(b, reg_type(wide), b.fadd(ir.Constant(F64, 1.0), re(b, z)), im(b, z))
+    one = make(b, reg_type(wide), ir.Constant(F64, 1.0), ir.Constant(F64, 0.0))
+    q = _cdiv(e, wide, [one, den], op)
+    return _narrow(e, et, re(b, q), im(b, q))
 
 
 @_crule("sign")

@@ -550,13 +550,16 @@ READERS = {
     "top_k": _read_top_k, "convolution": _read_convolution, "reduce": _read_reduce,
     "while": _read_while, "scan": _read_scan,
 }
+from axle.ir.text.sdy import READERS as _SDY_READERS  # noqa: E402  (the Shardy dialect)
+READERS.update(_SDY_READERS)
 
 
 def parse_pretty(p, opdef: OpDef, pos: int) -> Operation:
     if opdef.format == "func":
         return p.parse_func(pos)
     reader = READERS.get(opdef.format)
-    if opdef.format not in ("convolution", "reduce", "while", "top_k", "call", "custom_call", "constant", "scan") \
+    if opdef.format not in ("convolution", "reduce", "while", "top_k", "call", "custom_call", "constant", "scan",
+                                 "sdy_manual") \
             and p.peek("(") and not p.peek("()") or reader is None:
         if reader is None and not p.peek("("):
             raise p.error(f"'{opdef.name}' has no short form; write it in generic form "

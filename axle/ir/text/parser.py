@@ -301,6 +301,13 @@ class Parser(Cursor):
             value = self.bare_id("enum value")
             self.expect(">")
             return A.EnumAttr(name, enum, value)
+        if name.startswith("sdy."):  # Shardy meshes and shardings (text/sdy.py)
+            from axle.ir.text.sdy import read_hash_attr
+            save = self.pos
+            attr = read_hash_attr(self, name)
+            if attr is not None:
+                return attr
+            self.pos = save
         if name in ("stablehlo.conv", "mhlo.conv"):
             self.expect("<")
             self.accept_keyword("raw")
@@ -593,9 +600,12 @@ class Parser(Cursor):
             return self.loc_aliases[body[1:]]
         if "#" in body:
             def rep(m):
-                return "loc(" + self.loc_aliases.get(m.group(1), "#" + m.group(1)) + ")" \
-                    if m.group(0).startswith("loc") else m.group(0)
-            return re.sub(r"loc\(#([A-Za-z0-9_$.\-]+)\)", rep, body)
+                if m.group(1) is not None:  # loc(#alias)
+                    return "loc(" + self.loc_aliases.get(m.group(1), "#" + m.group(1)) + ")"
+                if m.group(2) is not None:  # a bare #alias inside a name, callsite or fused loc
+                    return self.loc_aliases.get(m.group(2), "#" + m.group(2))
+                return m.group(0)           # a string: left as it is
+            return re.sub(r'"(?:[^"\\]|\\.)*"|loc\(#([A-Za-z0-9_$.\-]+)\)|#([A-Za-z0-9_$.\-]+)', rep, body)
         return body
 
 

@@ -118,6 +118,11 @@ class Printer:
             self.func(op, indent)
             return
         prefix = self.namer.name_results(op)
+        if op.name.startswith("sdy."):  # the Shardy dialect's forms (text/sdy.py)
+            from axle.ir.text import sdy
+            if sdy.printable(op):
+                sdy.print_op(self, op, indent, prefix)
+                return
         short = _short_form(op, self)
         if short is None:
             self.generic(op, indent, prefix)
