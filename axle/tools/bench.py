@@ -361,14 +361,58 @@ def main(argv: Optional[list] = None) -> int:
     p.add_argument("--only", help="comma-separated workloads (default: all): " + ", ".join(BENCH_WORKLOADS))
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
     p.add_argument("--write", metavar="FILE", help="write the table to FILE (e.g. benchmarks/RESULTS.md)")
+    p.add_argument("--background", type=int, default=0, metavar="N",
+                   help="run N busy processes (one spinning Python loop each) beside the measurement: "
+                        "a machine that is busy with other work")
+    p.add_argument("--json", metavar="FILE", help="also write the per-workload figures as JSON to FILE")
     a = p.parse_args(argv)
+    if a.background < 0:
+        print("axle bench: --background expects N >= 0", file=sys.stderr)
+        return 2
     names = a.only.split(",") if a.only else None
     for nm in names or []:
         if nm not in BENCH_WORKLOADS:
             print(f"axle bench: unknown workload '{nm}'; known: {', '.join(BENCH_WORKLOADS)}", file=sys.stderr)
             return 2
-    results = run(names, a.rounds, a.write, log=lambda s: print(s, file=sys.stderr))
+    with background_load(a.background):
+        results = run(names, a.rounds, a.write, log=lambda s: print(s, file=sys.stderr))
+    if a.json:
+        import dataclasses
+        import json
+        with open(a.json, "w", encoding="utf-8") as fh:
+            json.dump({"background": a.background, "machine": machine(),
+                       "results": [dataclasses.asdict(r) for r in results]}, fh, indent=1, default=str)
     return 1 if any(r.error or not r.ok for r in results) else 0
+
+
+class background_load:
+    """Context manager: n busy processes (each a Python loop that never sleeps) running
+    while the block runs, terminated after it (also on errors)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.procs: list = []
+
+    def __enter__(self):
+        import subprocess
+        for _ in range(self.n):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True:\n    pass"],
+                                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
+        if self.n:
+            time.sleep(0.5)  # let them start spinning
+            print(f"axle bench: {self.n} busy background process(es) running", file=sys.stderr)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - a process that ignores terminate is killed
+                p.kill()
+        self.procs = []
+        return False
 
 
 if __name__ == "__main__":

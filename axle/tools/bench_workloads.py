@@ -183,3 +183,7 @@ BENCH_WORKLOADS: dict[str, Callable] = {
     "mini_gpt_training": mini_gpt_training,
     "small_mlp_train_step": mlp_train_step,
 }
+
+from axle.tools.bench_workloads_more import MORE_WORKLOADS  # noqa: E402  (issue 18's workloads)
+
+BENCH_WORKLOADS.update(MORE_WORKLOADS)

@@ -130,17 +130,24 @@ def _run_forked():
     return exe(*args)
 
 
-def test_large_gemm_uses_blas_threads(monkeypatch):
-    """A single large GEMM is one BLAS call on all threads, not axle's blocks."""
-    text, shapes = GEMM
+@pytest.mark.parametrize("shape", [(9, 20, 75), (75, 20, 9), (130, 7, 300)])
+def test_large_gemm_is_split_into_blocks_on_the_pool(shape, monkeypatch):
+    """A single large GEMM is cut into blocks (of columns or of rows) that axle's pool
+    claims, each a single-threaded BLAS call: OpenBLAS's own threads are never used (they
+    wait for each other on a busy machine). Same results as one serial call."""
+    from axle.backends.cpu import blas
+    monkeypatch.setattr(blas, "BLOCK_MIN", 2)
+    m, k, n = shape
+    text = GEMM[0].replace("9x20", f"{m}x{k}").replace("20x75", f"{k}x{n}").replace("9x75", f"{m}x{n}")
     r = np.random.default_rng(10)
-    args = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    args = [r.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n))]
     par = _compile(text, 1, monkeypatch)
-    assert ".par" not in par._static.optimized_ir
-    assert f"axle_blas_set_num_threads_local(i32 {parallel.thread_count()})" in par._static.optimized_ir
+    assert ".par" in par._static.optimized_ir
+    assert "axle_blas_set_num_threads_local(i32 1)" in par._static.optimized_ir
     ser = _compile(text, 1 << 62, monkeypatch)
+    assert ".par" not in ser._static.optimized_ir
     np.testing.assert_allclose(par(*args), ser(*args), rtol=1e-6, atol=1e-6)
-
+    np.testing.assert_allclose(par(*args), args[0].astype(np.float64) @ args[1], rtol=1e-4, atol=1e-4)
 
 
 # reductions over the leading axis with small results: the axis is cut into parts whose

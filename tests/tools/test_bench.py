@@ -38,3 +38,30 @@ def test_xla_without_ynnpack_counts_its_own_buffers():
     with YNNPACK's fusions off, XLA's buffer assignment needs the feature maps."""
     own = bench.xla_own_temps(["cnn_inference"])
     assert own["cnn_inference"] >= 16 * 32 * 32 * 32 * 4  # at least the first conv's output
+
+
+def test_background_load_runs_and_stops_busy_processes():
+    with bench.background_load(2) as load:
+        procs = list(load.procs)
+        assert len(procs) == 2
+        assert all(p.poll() is None for p in procs)  # running
+    assert all(p.poll() is not None for p in procs)  # terminated and reaped
+
+
+def test_background_flag_is_checked():
+    assert bench.main(["--background", "-1"]) == 2
+
+
+def test_new_workloads_are_in_the_suite():
+    from axle.tools.bench_workloads import BENCH_WORKLOADS
+    from axle.tools.bench_workloads_more import MORE_WORKLOADS
+    assert len(MORE_WORKLOADS) >= 12
+    assert set(MORE_WORKLOADS) <= set(BENCH_WORKLOADS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(__import__("axle.tools.bench_workloads_more",
+                                                   fromlist=["MORE_WORKLOADS"]).MORE_WORKLOADS))
+def test_new_workload_matches_xla(name):
+    r = bench.bench_workload(name, rounds=1, compile_repeats=1, log=lambda s: None)
+    assert r.ok, (name, r.max_rel_err)

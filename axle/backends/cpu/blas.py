@@ -123,11 +123,15 @@ def _gemm_function(ctx, p: str):
 
 
 def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
-              out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, threads: int = 1) -> None:
+              out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, threads: int = 1,
+              n_count=None, ldc: int = 0) -> None:
     """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (contiguous buffers; byte offsets optional);
     lhs_t / rhs_t: that operand is stored transposed ([k, m] / [n, k]). `m_count` (an i64
     value) computes only that many rows, starting at the offsets (a partial tile).
-    `threads`: how many threads this call may use (OpenBLAS's own)."""
+    `threads`: how many threads this call may use (OpenBLAS's own). `n_count` (an i64
+    value) computes only that many columns (a block of columns; the leading dimensions stay
+    those of the whole [m, n] / [k, n] matrices). `ldc`: the output's row length when it is
+    not n (a block of columns of a wider matrix)."""
     em, b = ctx.em, ctx.b
     p8 = ir.IntType(8).as_pointer()
 
@@ -144,8 +148,9 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
             ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
         b.call(setter, [ir.Constant(I32, threads)])
-    dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k}}
+    dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k, ldc or n}}
     rows = dims[m] if m_count is None else slot(I32, b.trunc(m_count, I32))
+    cols = dims[n] if n_count is None else slot(I32, b.trunc(n_count, I32))
     alpha = b.bitcast(slot(S.reg_type(et), S.constant(et, 1)), p8)
     beta = b.bitcast(slot(S.reg_type(et), S.constant(et, 0)), p8)
 
@@ -153,18 +158,18 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
         base = b.bitcast(base, p8)
         return base if off is None else b.gep(base, [off], inbounds=True)
     # column-major view: out^T[n, m] = op(rhs^T) @ op(lhs^T)
-    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), dims[n], rows, dims[k], alpha,
+    b.call(_gemm_function(ctx, p), [flag(rhs_t), flag(lhs_t), cols, rows, dims[k], alpha,
                                     at(rhs, rhs_offset), dims[k] if rhs_t else dims[n],
                                     at(lhs, lhs_offset), dims[m] if lhs_t else dims[k],
-                                    beta, at(out, out_offset), dims[n]])
+                                    beta, at(out, out_offset), dims[ldc or n]])
 
 
 def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
     """One gemm per batch. Batched GEMMs share their batches across the pool's threads; a
-    large single GEMM is one call that runs on OpenBLAS's own threads."""
+    large single GEMM is split into blocks on the pool (gemm_on_pool)."""
     import numpy as np
 
-    from axle.backends.cpu.parallel import PARALLEL_MIN_WORK, enabled, split_ranges, thread_count
+    from axle.backends.cpu.parallel import split_ranges
     batch, m, n, k, p, lhs_t, rhs_t = shape
     em = ctx.em
     et = _ty(op.results[0]).element_type
@@ -181,17 +186,57 @@ def emit_gemm(ctx, op: Operation, shape: tuple) -> None:
         def off(elems):
             return b.mul(bi, ir.Constant(i64, elems * itemsize))
         call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, off(m * k), off(k * n), off(m * n), lhs_t, rhs_t)
-    threads = thread_count()
     if batch == 1:
-        # one call on all threads when large enough: OpenBLAS's threads share the packed
-        # operands, where blocks on axle's threads would each pack their own (128x768x3072
-        # on two threads: 9.4 ms this way, 20.0 ms as blocks, 17.2 ms on one thread)
-        many = ctx.in_kernel_function and enabled() and threads > 1 and m * n * k // 8 >= PARALLEL_MIN_WORK
-        lhs, rhs, out = bufs()
-        call_gemm(ctx, p, et, m, n, k, lhs, rhs, out, None, None, None, lhs_t, rhs_t,
-                  threads=threads if many else 1)
+        gemm_on_pool(ctx, p, et, m, n, k, lambda: bufs()[0], lambda: bufs()[1], lambda: bufs()[2], lhs_t, rhs_t)
     else:
         # split only large batches (at least ~64M multiply-adds): smaller ones ran slower on
         # two threads than on one
         split_ranges(ctx, batch, batch * m * n * k // 256, lambda lo, hi: em.for_range_dynamic(lo, hi, one))
     ctx.mark_library(f"blas.{p}gemm")
+
+
+BLOCK_MIN = 128  # fewest rows / columns of a block of a GEMM split across the pool
+BLOCKS = 8  # blocks of a split GEMM (fixed: results do not depend on the thread count)
+
+
+def gemm_on_pool(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_t: bool = False,
+                 rhs_t: bool = False) -> None:
+    """Row-major out[m, n] = lhs[m, k] @ rhs[k, n] (lhs, rhs, out: functions giving the
+    buffers in the function being emitted), split into blocks that the threads of axle's
+    pool claim, each one single-threaded gemm call. Blocks of columns when the lhs is the
+    smaller operand (each block packs all of lhs and its part of rhs), else blocks of rows.
+
+    OpenBLAS's own threads are never used: with another process busy on one of two cores,
+    a 256x1024x1024 sgemm on OpenBLAS's two threads took 56-83 ms against 9 ms on one
+    thread (its threads wait for each other); blocks claimed from axle's pool are taken
+    by whichever thread is running, so a descheduled thread costs at most its block."""
+    import numpy as np
+
+    from axle.backends.cpu.parallel import parallel_ok, split_ranges
+    em = ctx.em
+    itemsize = np.dtype(et.dtype).itemsize
+    i64 = ir.IntType(64)
+    by_cols = m * k <= k * n
+    extent = n if by_cols else m
+    blocks = max(1, min(BLOCKS, extent // BLOCK_MIN))
+    if blocks < 2 or not parallel_ok(ctx, m * n * k // 8):
+        call_gemm(ctx, p, et, m, n, k, lhs(), rhs(), out(), lhs_t=lhs_t, rhs_t=rhs_t)
+        return
+
+    def emit(lo, hi):
+        def one(j):
+            b = ctx.b
+            first = b.udiv(b.mul(j, ir.Constant(i64, extent)), ir.Constant(i64, blocks))
+            last = b.udiv(b.mul(b.add(j, ir.Constant(i64, 1)), ir.Constant(i64, extent)), ir.Constant(i64, blocks))
+            count = b.sub(last, first)
+
+            def off(elems_per):
+                return b.mul(first, ir.Constant(i64, elems_per * itemsize))
+            if by_cols:  # columns [first, last): rhs at column first, out at column first
+                call_gemm(ctx, p, et, m, n, k, lhs(), rhs(), out(), None, off(k if rhs_t else 1), off(1),
+                          lhs_t, rhs_t, n_count=count)
+            else:  # rows [first, last)
+                call_gemm(ctx, p, et, m, n, k, lhs(), rhs(), out(), off(1 if lhs_t else k), None, off(n),
+                          lhs_t, rhs_t, m_count=count)
+        em.for_range_dynamic(lo, hi, one)
+    split_ranges(ctx, blocks, m * n * k // 8, emit, chunks=blocks)

@@ -265,6 +265,11 @@ def emit_dot(ctx: Context, op: Operation) -> None:
     if shape is not None:
         blas.emit_gemm(ctx, op, shape)
         return
+    from axle.backends.cpu.kernels_dot_packed import emit_packed_dot, packed_plan
+    plan = packed_plan(op)
+    if plan is not None:  # other element types and dimension orders: packed for BLAS
+        emit_packed_dot(ctx, op, plan)
+        return
     em, b = ctx.em, ctx.b
     lhs, rhs = op.operands
     lt, rt_, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])

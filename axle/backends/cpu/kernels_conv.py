@@ -37,6 +37,11 @@ def convolution(ctx: Context, op: Operation) -> None:
     if plan is not None:
         _conv_as_gemm(ctx, op, *plan)
         return
+    from axle.backends.cpu.kernels_conv_general import emit_general_conv, general_plan
+    general = general_plan(op)
+    if general is not None:  # other layouts, groups, lhs dilation, reversal: im2col + GEMM
+        emit_general_conv(ctx, op, general)
+        return
     em, b = ctx.em, ctx.b
     lhs, rhs = op.operands
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])

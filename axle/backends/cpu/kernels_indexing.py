@@ -52,9 +52,13 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
     operand, update = op.operands[0], op.operands[1]
     r = op.results[0]
     t, ut = _ty(r), _ty(update)
+    if not ctx.same_buffer(operand, r):  # a large copy (a KV cache) is shared across the pool
+        from axle.backends.cpu.parallel import outer_dim, split_loop
+        et, shape = t.element_type, list(t.shape)
+        split_loop(ctx, shape, outer_dim(shape), lambda idx: S.store(
+            em.b, em.value_at(operand, idx), em.element_ptr(ctx.buffer(r), et, em.linear(idx, shape)), et))
+    b = ctx.b
     dst = ctx.buffer(r)
-    if not ctx.same_buffer(operand, r):
-        ctx.copy(operand, dst)
     starts = [_clamp(em, _index(em, v, []), 0, t.shape[d] - ut.shape[d]) for d, v in enumerate(op.operands[2:])]
 
     def body(ui):

@@ -63,6 +63,11 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     if conv is not None:
         _pool_convolution_rows(ctx, op, conv, body, window_size)
         return
+    from axle.backends.cpu.kernels_cumulative import emit_scan, scan_plan
+    scan = scan_plan(op)
+    if scan is not None:  # cumsum, cummax, ...: a prefix scan, O(n) instead of O(n^2)
+        emit_scan(ctx, op, *scan)
+        return
     split_loop(ctx, shape, outer_dim(shape), body, window_size)
 
 
@@ -107,7 +112,12 @@ def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, w
 @kernel("stablehlo.sort", check=_check_reduce)  # the comparator must be scalar code too
 def sort(ctx: Context, op: Operation) -> None:
     """Stable insertion sort of every 1-D slice along `dimension`, moving all operands
-    together; the comparator region runs inline on (lhs0, rhs0, lhs1, rhs1, ...)."""
+    together; the comparator region runs inline on (lhs0, rhs0, lhs1, rhs1, ...). Used for
+    short slices; longer ones are merge-sorted, top-k reads partially selected
+    (kernels_sort.py)."""
+    from axle.backends.cpu.kernels_sort import emit_sort
+    if emit_sort(ctx, op):
+        return
     em, b = ctx.em, ctx.b
     t = _ty(op.results[0])
     dim = op.attr("dimension", -1)

@@ -16,7 +16,9 @@ slower than the serial one, and up to the thread count faster.
 
 Workers spin (with `pause`) for about 0.1 ms after their last chunk, then sleep on
 a futex that the next job wakes. A thread that claimed a chunk can still be taken away
-mid-chunk; the caller then waits. When the caller waited longer than half the time it
+mid-chunk; the caller then waits, spinning for about WAIT_SPIN pauses and then yielding
+its core (sched_yield) between looks, so that the descheduled thread (or another process
+on a busy machine) runs instead of a spinning caller. When the caller waited longer than half the time it
 worked itself, the next BACKOFF_MIN split kernels run serially, doubling on further stalls
 (up to BACKOFF_MAX) and halving after clean jobs: on a machine where the host keeps taking
 a core away, kernels run about as fast as serial code instead of waiting for it. Each output element is computed by one chunk, in the
@@ -45,6 +47,8 @@ PARALLEL_MIN_WORK = 1 << 18  # elements x ops per element below which a kernel s
 CHUNKS = 16  # chunks of a split loop (fewer when the dimension is shorter)
 SPIN = 2000  # pause instructions a worker spins through before sleeping (~0.1 ms): longer spins slowed the serial GEMMs that follow a split kernel (the two cores of the development VM behave like hyperthreads of one)
 SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
+SYS_SCHED_YIELD = 24  # x86-64 Linux
+WAIT_SPIN = 1000  # pause instructions the caller spins through waiting for claimed chunks before yielding the core
 STALL_SLACK = 20000  # cycles (~10 us) of waiting for other threads that are never a stall
 BACKOFF_MIN, BACKOFF_MAX = 16, 4096  # split kernels run serially after a stall (doubling)
 
@@ -153,11 +157,20 @@ work:
   %t1 = call i64 @llvm.readcyclecounter()
   br label %wait
 wait:
+  %wc = phi i64 [ 0, %work ], [ %wc1, %spin ], [ 0, %yield ]
   %d = load atomic i64, ptr @pool_done acquire, align 8
   %fin = icmp uge i64 %d, %n
   br i1 %fin, label %judge, label %spin
 spin:
+  ; a thread that claimed a chunk is still at it: spin briefly, then give the core away
+  ; (sched_yield) while waiting, so that a thread that was descheduled, or another
+  ; process, gets to run instead of this one spinning
   call void @pause()
+  %wc1 = add i64 %wc, 1
+  %long = icmp ugt i64 %wc1, WAIT_SPIN
+  br i1 %long, label %yield, label %wait
+yield:
+  %y = call i64 @axle_syscall(i64 SYS_YIELD, ptr null, i64 0, i64 0, ptr null)
   br label %wait
 judge:
   ; waiting longer than half our own work (plus STALL_SLACK cycles) means a thread that
@@ -304,7 +317,8 @@ def _start() -> bool:
     text = (_POOL_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
             .replace("SYS_FUTEX", str(SYS_FUTEX)).replace("FUTEX_WAKE", str(FUTEX_WAKE_PRIVATE))
             .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)).replace("STALL_SLACK", str(STALL_SLACK))
-            .replace("BACKOFF_MIN", str(BACKOFF_MIN)).replace("BACKOFF_MAX", str(BACKOFF_MAX)))
+            .replace("BACKOFF_MIN", str(BACKOFF_MIN)).replace("BACKOFF_MAX", str(BACKOFF_MAX))
+            .replace("WAIT_SPIN", str(WAIT_SPIN)).replace("SYS_YIELD", str(SYS_SCHED_YIELD)))
     from axle.backends.cpu.llvm_env import compile_to_object, link_object
     obj = PRELOADED.get("pool") or compile_to_object(text, 1)[1]  # an AOT artifact carries it
     handle, addrs = link_object(obj, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"])

@@ -1,0 +1,339 @@
+"""Every other convolution of f32 / f64 through tiled im2col + BLAS GEMM.
+
+kernels_conv.py runs NHWC/HWIO convolutions without groups or lhs dilation directly or as
+im2col + GEMM. This covers the rest of what JAX and PyTorch emit: any dimension numbers
+(NCHW, the filter gradient's [f, 0, 1, b] x [i, 0, 1, o] -> [0, 1, b, f], the input
+gradient's [0, 1, o, i] kernels), strides, lhs dilation (transposed convolutions, input
+gradients of strided convolutions), rhs dilation, window reversal, feature_group_count
+(grouped and depthwise) and batch_group_count (filter gradients of grouped convolutions).
+
+Per group g of G = feature_group_count * batch_group_count (one of them is 1), with
+Cg = output features / G:
+* the weights are packed once into W_g[(k_spatial..., c), Cg] (reversed where the window
+  is, the group's output features), unless they are already laid out that way;
+* the output's non-feature dimensions, in the output's memory order, are the GEMM's rows;
+  tiles of T rows gather their windows into a patch matrix P[T, K] (zero where the window
+  falls in padding or between lhs-dilated elements), the batch index offset by g's batch
+  block and the feature index by g's feature block; stored transposed, [K, T], when the
+  rows step through the input in smaller strides than the window's features (a filter
+  gradient: the contraction runs over the input's batch dimension), so that the gather
+  reads memory in order;
+* out[T, Cg] = P @ W_g, written in place (the output feature dimension is innermost:
+  columns g Cg .. of rows of length F) or through a tile of scratch and a scatter.
+Tiles are shared across the pool's threads, each with its own patch (and output) scratch.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.scalar import I1
+from axle.ir.core import Operation
+from axle.ir.types import TensorType
+
+PATCH_BYTES = 256 * 1024  # target size of one tile of patches (stays in L2)
+MIN_TILE = 64  # fewest rows of a tile
+
+
+def general_plan(op: Operation) -> Optional[dict]:
+    from axle.backends.cpu import blas
+    lhs, rhs = op.operands
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    key = str(ot.element_type)
+    if key not in ("f32", "f64") or str(lt.element_type) != key or str(kt.element_type) != key:
+        return None
+    if blas.PREFIX[key] not in blas.available():
+        return None
+    dn = op.attr("dimension_numbers")
+    fgc = op.attr("feature_group_count", 1)
+    bgc = op.attr("batch_group_count", 1)
+    if fgc > 1 and bgc > 1:
+        return None
+    groups = fgc * bgc
+    of = dn["output_feature_dimension"]
+    ksp = list(dn["kernel_spatial_dimensions"])
+    ki = dn["kernel_input_feature_dimension"]
+    cout = ot.shape[of]
+    if cout % groups:
+        return None
+    cg = cout // groups
+    kdim = kt.shape[ki]
+    for d in ksp:
+        kdim *= kt.shape[d]
+    rows = 1
+    for d in range(ot.rank):
+        if d != of:
+            rows *= ot.shape[d]
+    if min(rows, kdim, cg) < 1 or max(rows, kdim, cout) >= 2 ** 31:
+        return None
+    if rows * kdim * cg * groups < blas.MIN_WORK or 0 in lt.shape:
+        return None
+    return dict(p=blas.PREFIX[key], groups=groups, cg=cg, kdim=kdim, rows=rows)
+
+
+def _phases(ot_sp, ksizes, strides, pad_lo, ldil, rdil):
+    """The phases of the output to compute separately, each a list over spatial dimensions
+    of (first output, output step, count, first tap, tap step, taps, q_t, q_0, q_step, hole):
+    output positions o = first + step t (t < count), window taps k = first tap + tap step j
+    (j < taps), input position (q_t t + q_0 + q_step j) / hole (valid only when it divides).
+    With lhs dilation s and stride 1 (transposed convolutions, input gradients of strided
+    ones), the outputs o = phase (mod s) see only the taps k with o + k rd - pad = 0 (mod
+    s): one phase per residue, each a dense convolution with its own taps (no products
+    with the holes). Otherwise one phase: every output, every tap, holes checked."""
+    import itertools
+    nsp = len(ksizes)
+    if all(d == 1 for d in ldil) or any(s != 1 for s in strides):
+        return [[(0, 1, ot_sp[i], 0, 1, ksizes[i], strides[i], -pad_lo[i], rdil[i], ldil[i]) for i in range(nsp)]]
+    out = []
+    for phase in itertools.product(*[range(min(ldil[i], ot_sp[i])) for i in range(nsp)]):
+        dims = []
+        for i in range(nsp):
+            s, f = ldil[i], phase[i]
+            count = (ot_sp[i] - f + s - 1) // s
+            ks = [k for k in range(ksizes[i]) if (f + k * rdil[i] - pad_lo[i]) % s == 0]
+            k0 = ks[0] if ks else 0
+            kstep = ks[1] - ks[0] if len(ks) > 1 else 1
+            assert ks == list(range(k0, k0 + kstep * len(ks), kstep))
+            q0 = (f + k0 * rdil[i] - pad_lo[i]) // s
+            dims.append((f, s, count, k0, kstep, len(ks), 1, q0, kstep * rdil[i] // s, 1))
+        out.append(dims)
+    return out
+
+
+def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
+    from axle.backends.cpu import blas
+    from axle.backends.cpu.parallel import max_threads, split_ranges
+    em = ctx.em
+    c64 = em.const_i64
+    lhs, rhs = op.operands
+    res = op.results[0]
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(res)
+    et = ot.element_type
+    itemsize = np.dtype(et.dtype).itemsize
+    dn = op.attr("dimension_numbers")
+    ib, if_, isp = dn["input_batch_dimension"], dn["input_feature_dimension"], list(dn["input_spatial_dimensions"])
+    ki, ko, ksp = (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
+                   list(dn["kernel_spatial_dimensions"]))
+    ob, of, osp = dn["output_batch_dimension"], dn["output_feature_dimension"], list(dn["output_spatial_dimensions"])
+    nsp = len(isp)
+    strides = op.attr("window_strides") or [1] * nsp
+    pad = op.attr("padding")
+    pad_lo = [int(pad[i][0]) for i in range(nsp)] if pad is not None else [0] * nsp
+    ldil = op.attr("lhs_dilation") or [1] * nsp
+    rdil = op.attr("rhs_dilation") or [1] * nsp
+    rev = op.attr("window_reversal") or [False] * nsp
+    fgc = op.attr("feature_group_count", 1)
+    bgc = op.attr("batch_group_count", 1)
+    groups, cg, p = plan["groups"], plan["cg"], plan["p"]
+    cin = kt.shape[ki]
+    ksizes = [kt.shape[d] for d in ksp]
+    out_batch = ot.shape[ob]
+    row_dims = [d for d in range(ot.rank) if d != of]  # the GEMM's rows: in the output's memory order
+    phases = _phases([ot.shape[d] for d in osp], ksizes, strides, pad_lo, ldil, rdil)
+    single = len(phases) == 1
+    direct_out = single and of == ot.rank - 1
+    zero = S.constant(et, 0)
+    tokens = []
+
+    # which way to gather: patches [T, K] (K innermost) when the input's feature dimension is
+    # the smaller stride (NHWC), else transposed [K, T] (rows innermost): a filter gradient
+    # contracts over the input's batch dimension, whose stride is a whole image, while its
+    # rows step along the input's features
+    lstr = [1] * lt.rank
+    for d in range(lt.rank - 2, -1, -1):
+        lstr[d] = lstr[d + 1] * lt.shape[d + 1]
+    inner_row = row_dims[-1]
+    row_stride = lstr[ib] if inner_row == ob else lstr[isp[osp.index(inner_row)]] * strides[osp.index(inner_row)]
+    transposed = lstr[if_] > row_stride
+
+    def phase_shapes(ph):
+        taps = [d[5] for d in ph]
+        kdim = cin
+        for t_ in taps:
+            kdim *= t_
+        row_shape = [ph[osp.index(d)][2] if d in osp else ot.shape[d] for d in row_dims]
+        rows = 1
+        for r_ in row_shape:
+            rows *= r_
+        return taps, kdim, row_shape, rows
+
+    # weights: W[phase][g, (taps..., c), j] = rhs[k (reversed), c, g cg + j], k = first + step tap
+    in_place_w = single and groups == 1 and not any(rev) and list(range(kt.rank)) == ksp + [ki, ko]
+    w_offsets, w_total = [], 0
+    for ph in phases:
+        w_offsets.append(w_total)
+        w_total += groups * phase_shapes(ph)[1] * cg
+    if not in_place_w:
+        token = object()
+        tokens.append(token)
+        wref = ctx.temp_ref(TensorType((max(w_total, 1),), et), token)
+        for ph, w_off in zip(phases, w_offsets):
+            taps, kdim, _, _ = phase_shapes(ph)
+            if kdim == 0:
+                continue
+
+            def pack(idx, ph=ph, taps=taps, w_off=w_off):
+                g, tidx, j = idx[0], idx[1:1 + nsp + 1], idx[-1]
+                b = em.b
+                full = [None] * kt.rank
+                for i in range(nsp):
+                    k = b.add(c64(ph[i][3]), b.mul(tidx[i], c64(ph[i][4])))
+                    full[ksp[i]] = b.sub(c64(ksizes[i] - 1), k) if rev[i] else k
+                full[ki] = tidx[nsp]
+                full[ko] = b.add(b.mul(g, c64(cg)), j)
+                x = S.load(b, em.element_ptr(ctx.buffer(rhs), et, em.linear(full, kt.shape)), et)
+                at = b.add(c64(w_off), em.linear(idx, [groups] + taps + [cin, cg]))
+                S.store(b, x, em.element_ptr(ctx.resolve(wref), et, at), et)
+            em.loop_nest([groups] + taps + [cin, cg], pack)
+
+    def weights():
+        return ctx.buffer(rhs) if in_place_w else ctx.resolve(wref)
+
+    # at least MIN_TILE rows: a long window (a filter gradient's K is batch x image) would
+    # otherwise leave skinny GEMMs of a few rows
+    def tile_of(kdim, rows):
+        return max(1, min(rows, max(MIN_TILE, PATCH_BYTES // (max(kdim, 1) * itemsize))))
+    slot_elems = 1
+    n_work = 0
+    for ph in phases:
+        _, kdim, _, rows = phase_shapes(ph)
+        tile = tile_of(kdim, rows)
+        slot_elems = max(slot_elems, tile * kdim + (0 if direct_out else tile * cg))
+        n_work += (rows + tile - 1) // tile * groups
+    slots = max_threads() if n_work > 1 else 1
+    token = object()
+    tokens.append(token)
+    scratch = ctx.temp_ref(TensorType((slots, slot_elems), et), token)
+
+    for ph, w_off in zip(phases, w_offsets):
+        taps, kdim, row_shape, rows = phase_shapes(ph)
+        if rows == 0:
+            continue
+        _emit_phase(ctx, op, locals_=dict(
+            ph=ph, taps=taps, kdim=kdim, row_shape=row_shape, rows=rows, w_off=w_off, tile=tile_of(kdim, rows),
+            slots=slots, slot_elems=slot_elems, scratch=scratch, weights=weights, transposed=transposed,
+            direct_out=direct_out, zero=zero, row_dims=row_dims, groups=groups, cg=cg, p=p, cin=cin,
+            out_batch=out_batch, fgc=fgc, bgc=bgc, dims=(ib, if_, isp, ob, of, osp), itemsize=itemsize))
+    for t in tokens:
+        ctx.release(t)
+    ctx.mark_library(f"blas.{p}gemm")
+
+
+def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
+    """The GEMMs of one phase (see _phases), tiles shared across the pool."""
+    from axle.backends.cpu import blas
+    from axle.backends.cpu.parallel import split_ranges
+    em = ctx.em
+    c64 = em.const_i64
+    L = locals_
+    ph, taps, kdim, row_shape, rows, tile = L["ph"], L["taps"], L["kdim"], L["row_shape"], L["rows"], L["tile"]
+    groups, cg, cin, zero, transposed = L["groups"], L["cg"], L["cin"], L["zero"], L["transposed"]
+    ib, if_, isp, ob, of, osp = L["dims"]
+    row_dims, itemsize, slot_elems = L["row_dims"], L["itemsize"], L["slot_elems"]
+    lhs, res = op.operands[0], op.results[0]
+    lt, ot = _ty(lhs), _ty(res)
+    et = ot.element_type
+    nsp = len(isp)
+    n_tiles = (rows + tile - 1) // tile
+    direct_out = L["direct_out"]
+
+    def element(g, ridx, kidx):
+        """The patch element (row, column): the input under the window, or 0."""
+        b = em.b
+        at = dict(zip(row_dims, ridx))
+        batch = b.add(b.mul(g, c64(L["out_batch"])), at[ob]) if L["bgc"] > 1 else at[ob]
+        js, c = kidx[:nsp], kidx[nsp]
+        ok = ir.Constant(I1, 1)
+        lidx = [None] * lt.rank
+        lidx[ib] = batch
+        lidx[if_] = b.add(b.mul(g, c64(cin)), c) if L["fgc"] > 1 else c
+        for i in range(nsp):
+            _, _, _, _, _, _, q_t, q_0, q_step, hole = ph[i]
+            q = b.add(b.add(b.mul(at[osp[i]], c64(q_t)), b.mul(js[i], c64(q_step))), c64(q_0))
+            nonneg = b.icmp_signed(">=", q, c64(0))
+            ok = b.and_(ok, nonneg)
+            if hole != 1:  # between dilated elements: a hole
+                q = b.select(nonneg, q, c64(0))
+                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(q, c64(hole)), c64(0)))
+                q = b.udiv(q, c64(hole))
+            ok = b.and_(ok, b.icmp_signed("<", q, c64(lt.shape[isp[i]])))
+            lidx[isp[i]] = b.select(ok, q, c64(0))  # always a valid address
+        x = S.load(b, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape)), et)
+        return b.select(ok, x, zero)
+
+    def fill(patches, g, row0, nrows):
+        if transposed:
+            def col_body(kidx):
+                col = em.linear(list(kidx), taps + [cin])
+
+                def row_body(ri):
+                    b = em.b
+                    x = element(g, em.delinear(b.add(row0, ri), row_shape), kidx)
+                    S.store(em.b, x, em.element_ptr(patches, et, em.b.add(em.b.mul(col, c64(tile)), ri)), et)
+                em.for_range_dynamic(c64(0), nrows, row_body)
+            em.loop_nest(taps + [cin], col_body)
+            return
+
+        def row_body(ri):
+            b = em.b
+            ridx = em.delinear(b.add(row0, ri), row_shape)
+
+            def col_body(kidx):
+                b = em.b
+                col = em.linear(list(kidx), taps + [cin])
+                S.store(b, element(g, ridx, kidx), em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col)), et)
+            em.loop_nest(taps + [cin], col_body)
+        em.for_range_dynamic(c64(0), nrows, row_body)
+
+    def scatter(tmp, g, row0, nrows):
+        """Rows of the tile (or zeros when tmp is None: a phase without taps) into the output."""
+        def row_body(ri):
+            b = em.b
+            ridx = em.delinear(b.add(row0, ri), row_shape)
+
+            def col(j):
+                b = em.b
+                full = [None] * ot.rank
+                for d, i in zip(row_dims, ridx):
+                    full[d] = b.add(c64(ph[osp.index(d)][0]), b.mul(i, c64(ph[osp.index(d)][1]))) if d in osp else i
+                full[of] = b.add(b.mul(g, c64(cg)), j)
+                x = zero if tmp is None else S.load(b, em.element_ptr(tmp, et, b.add(b.mul(ri, c64(cg)), j)), et)
+                S.store(b, x, em.element_ptr(ctx.buffer(res), et, em.linear(full, ot.shape)), et)
+            em.for_range_dynamic(c64(0), c64(cg), col)
+        em.for_range_dynamic(c64(0), nrows, row_body)
+
+    def tiles(lo, hi, tid):
+        b = ctx.b
+        mine = b.gep(b.bitcast(ctx.resolve(L["scratch"]), S.mem_type(et).as_pointer()),
+                     [b.mul(tid, c64(slot_elems))], inbounds=True)
+        patches = mine
+        tmp = None if direct_out else b.gep(mine, [c64(tile * kdim)], inbounds=True)
+
+        def one(t):
+            b = ctx.b
+            g = b.udiv(t, c64(n_tiles))
+            row0 = b.mul(b.urem(t, c64(n_tiles)), c64(tile))
+            left = b.sub(c64(rows), row0)
+            nrows = b.select(b.icmp_unsigned("<", left, c64(tile)), left, c64(tile))
+            if kdim == 0:  # no tap of the window meets an input element here
+                scatter(None, g, row0, nrows)
+                return
+            fill(patches, g, row0, nrows)
+            b = ctx.b
+            w_off = b.mul(g, c64(kdim * cg * itemsize))
+            w_off = b.add(w_off, c64(L["w_off"] * itemsize))
+            if direct_out:
+                out_off = b.mul(b.add(b.mul(row0, c64(groups * cg)), b.mul(g, c64(cg))), c64(itemsize))
+                blas.call_gemm(ctx, L["p"], et, m=tile, n=cg, k=kdim, lhs=patches, rhs=L["weights"](),
+                               out=ctx.buffer(res), rhs_offset=w_off, out_offset=out_off, m_count=nrows,
+                               ldc=groups * cg, lhs_t=transposed)
+            else:
+                blas.call_gemm(ctx, L["p"], et, m=tile, n=cg, k=kdim, lhs=patches, rhs=L["weights"](), out=tmp,
+                               rhs_offset=w_off, m_count=nrows, lhs_t=transposed)
+                scatter(tmp, g, row0, nrows)
+        em.for_range_dynamic(lo, hi, one)
+    split_ranges(ctx, n_tiles * groups, rows * max(kdim, 1) * cg * groups // 8, tiles, max_threads=L["slots"])

@@ -1,0 +1,289 @@
+"""Sorting on the CPU in O(n log n), and top-k by partial selection.
+
+The comparator region runs inline on (lhs0, rhs0, lhs1, rhs1, ...), as in the window
+kernels; LLVM folds JAX's comparators (NaN and -0.0 canonicalisation, total order) into
+a few instructions. All operands move together.
+
+* Merge sort (stable, for every sort): each 1-D slice along `dimension` is gathered into
+  contiguous scratch, sorted bottom-up with runs of width 1, 2, 4, ... merged between two
+  scratch buffers, and written back. The merge step is branch-free: both candidates are
+  loaded (from clamped, always valid positions), the comparator decides, selects pick the
+  element: `take the right run's element iff it is strictly less than the left one's`,
+  which keeps equal elements in input order (stable, as is_stable asks and as is allowed
+  when it does not). Slices are shared across the pool's threads, each with its own
+  scratch.
+* Partial selection (top-k): when every reader of the sort's results is a slice of the
+  first k < n elements along the sorted dimension (chlo.top_k expands to exactly that),
+  only those k are computed: per slice the first k elements are insertion-sorted in
+  place, then each later element that is strictly less (by the comparator) than the
+  current k-th is inserted, the k-th dropped. Equal elements keep input order, so the
+  first k are those a stable full sort puts first. O(n + accepted * k) per slice instead
+  of O(n log n); positions k.. of the results are never read.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from llvmlite import ir
+
+from axle.backends.cpu import scalar as S
+from axle.backends.cpu.emitter import _ty
+from axle.ir.core import Operation, Region
+from axle.ir.types import TensorType, element_type
+
+I64 = ir.IntType(64)
+MIN_MERGE = 8  # slices shorter than this keep the insertion sort (kernels_window.sort)
+
+
+def _root(op: Operation) -> Operation:
+    o = op
+    while True:
+        blk = o.parent
+        reg = getattr(blk, "parent", None) if blk is not None else None
+        up = getattr(reg, "parent", None) if reg is not None else None
+        if up is None:
+            return o
+        o = up
+
+
+def top_k_reads(op: Operation, dim: int) -> Optional[int]:
+    """k when every reader of op's results (anywhere in the function) is a stride-1 slice of
+    positions [0, k) along `dim` and all of the other dimensions, the same k for all; else None."""
+    mine = {id(r): r for r in op.results}
+    k = None
+    for o in _root(op).walk():
+        for v in o.operands:
+            if id(v) not in mine:
+                continue
+            if o.name != "stablehlo.slice":
+                return None
+            t = _ty(v)
+            start, limit = list(o.attr("start_indices")), list(o.attr("limit_indices"))
+            strides = list(o.attr("strides") or [1] * t.rank)
+            if any(s != 1 for s in strides) or any(x != 0 for x in start):
+                return None
+            if any(limit[d] != t.shape[d] for d in range(t.rank) if d != dim):
+                return None
+            if k is not None and limit[dim] != k:
+                return None
+            k = limit[dim]
+    if k is None or k >= _ty(op.results[0]).shape[dim]:
+        return None
+    return k
+
+
+def emit_sort(ctx, op: Operation) -> bool:
+    """Emit op as a merge sort or a partial selection; False when the slices are too short
+    (the caller's insertion sort runs)."""
+    t = _ty(op.results[0])
+    dim = op.attr("dimension", -1)
+    dim = dim if dim >= 0 else t.rank + dim
+    n = t.shape[dim]
+    if n < 2 or 0 in t.shape:
+        return False
+    k = top_k_reads(op, dim)
+    if k is not None and k >= 1:
+        _partial(ctx, op, dim, k)
+        return True
+    if n < MIN_MERGE or n >= 2 ** 31:
+        return False
+    _merge_sort(ctx, op, dim)
+    return True
+
+
+class _Slices:
+    """Linear positions of the 1-D slices along dim: slice s starts at
+    (s // stride) * n * stride + s % stride, element p is stride further per p."""
+
+    def __init__(self, ctx, op, dim):
+        self.ctx = ctx
+        t = _ty(op.results[0])
+        self.n = t.shape[dim]
+        self.stride = 1
+        for d in t.shape[dim + 1:]:
+            self.stride *= d
+        total = 1
+        for d in t.shape:
+            total *= d
+        self.count = total // self.n
+
+    def base(self, s):
+        b, c = self.ctx.em.b, self.ctx.em.const_i64
+        if self.stride == 1:
+            return b.mul(s, c(self.n))
+        return b.add(b.mul(b.udiv(s, c(self.stride)), c(self.n * self.stride)), b.urem(s, c(self.stride)))
+
+    def at(self, base, p):
+        b, c = self.ctx.em.b, self.ctx.em.const_i64
+        return b.add(base, p if self.stride == 1 else b.mul(p, c(self.stride)))
+
+
+def _less(em, region: Region, lhs: list, rhs: list):
+    (r,) = em.region_scalars(region, [x for pair in zip(lhs, rhs) for x in pair])
+    return r
+
+
+def _merge_sort(ctx, op: Operation, dim: int) -> None:
+    from axle.backends.cpu.parallel import max_threads, split_ranges
+    em = ctx.em
+    c64 = em.const_i64
+    region = op.regions[0]
+    ets = [_ty(r).element_type for r in op.results]
+    for v, r in zip(op.operands, op.results):
+        ctx.copy(v, ctx.buffer(r))
+    sl = _Slices(ctx, op, dim)
+    n = sl.n
+    sizes = [-(-n * np.dtype(et.dtype).itemsize // 64) * 64 for et in ets]
+    slot_bytes = 2 * sum(sizes)
+    slots = max_threads() if sl.count > 1 else 1
+    token = object()
+    ref = ctx.temp_ref(TensorType((slots * slot_bytes,), element_type("i8")), token)
+    passes = (n - 1).bit_length()
+    cost = 4 + sum(1 for _ in region.blocks[0].operations)
+
+    def slices(lo, hi, w):
+        b = ctx.b
+        mine = b.gep(ctx.resolve(ref), [b.mul(w, c64(slot_bytes))], inbounds=True)
+        bufs_a, bufs_b = [], []
+        off = 0
+        for size in sizes:
+            bufs_a.append(b.gep(mine, [c64(off)], inbounds=True))
+            bufs_b.append(b.gep(mine, [c64(off + size)], inbounds=True))
+            off += 2 * size
+        par = em.alloca(ir.IntType(1))
+        islot, jslot = em.alloca(I64), em.alloca(I64)
+
+        def one_slice(s):
+            b = ctx.b
+            base = sl.base(s)
+            results = [ctx.buffer(r) for r in op.results]
+
+            def gather(p):
+                at = sl.at(base, p)
+                for r, a, et in zip(results, bufs_a, ets):
+                    S.store(em.b, S.load(em.b, em.element_ptr(r, et, at), et), em.element_ptr(a, et, p), et)
+            em.for_range_dynamic(c64(0), c64(n), gather)
+            b.store(ir.Constant(ir.IntType(1), 0), par)
+
+            def merge_pass(q):
+                b = em.b
+                width = b.shl(c64(1), q)
+                flip = b.load(par)
+                src = [b.select(flip, y, x) for x, y in zip(bufs_a, bufs_b)]
+                dst = [b.select(flip, x, y) for x, y in zip(bufs_a, bufs_b)]
+                runs = b.udiv(b.add(c64(n - 1), b.shl(width, c64(1))), b.shl(width, c64(1)))
+
+                def merge(ri):
+                    b = em.b
+                    lo_ = b.mul(ri, b.shl(width, c64(1)))
+
+                    def clamp(x):
+                        return b.select(b.icmp_unsigned("<", x, c64(n)), x, c64(n))
+                    mid = clamp(b.add(lo_, width))
+                    hi_ = clamp(b.add(mid, width))
+                    b.store(lo_, islot)
+                    b.store(mid, jslot)
+
+                    def step(kk):
+                        b = em.b
+                        i, j = b.load(islot), b.load(jslot)
+                        left_ok = b.icmp_unsigned("<", i, mid)
+                        right_ok = b.icmp_unsigned("<", j, hi_)
+                        ic = b.select(left_ok, i, lo_)  # always valid positions
+                        jc = b.select(right_ok, j, lo_)
+                        xl = [S.load(b, em.element_ptr(p, et, ic), et) for p, et in zip(src, ets)]
+                        xr = [S.load(b, em.element_ptr(p, et, jc), et) for p, et in zip(src, ets)]
+                        less = _less(em, region, xr, xl)
+                        b = em.b
+                        take_r = b.and_(right_ok, b.or_(b.not_(left_ok), less))
+                        for p, et, x, y in zip(dst, ets, xl, xr):
+                            S.store(b, b.select(take_r, y, x), em.element_ptr(p, et, kk), et)
+                        b.store(b.add(j, b.zext(take_r, I64)), jslot)
+                        b.store(b.add(i, b.zext(b.not_(take_r), I64)), islot)
+                    em.for_range_dynamic(lo_, hi_, step)
+                em.for_range_dynamic(c64(0), runs, merge)
+                em.b.store(em.b.not_(flip), par)
+            em.for_range_dynamic(c64(0), c64(passes), merge_pass)
+            b = em.b
+            flip = b.load(par)
+            final = [b.select(flip, y, x) for x, y in zip(bufs_a, bufs_b)]
+
+            def scatter(p):
+                at = sl.at(base, p)
+                for r, f, et in zip(results, final, ets):
+                    S.store(em.b, S.load(em.b, em.element_ptr(f, et, p), et), em.element_ptr(r, et, at), et)
+            em.for_range_dynamic(c64(0), c64(n), scatter)
+        em.for_range_dynamic(lo, hi, one_slice)
+
+    split_ranges(ctx, sl.count, sl.count * n * max(passes, 1) * cost, slices, max_threads=slots)
+    ctx.release(token)
+
+
+def _partial(ctx, op: Operation, dim: int, k: int) -> None:
+    from axle.backends.cpu.parallel import split_ranges
+    em = ctx.em
+    c64 = em.const_i64
+    region = op.regions[0]
+    ets = [_ty(r).element_type for r in op.results]
+    for v, r in zip(op.operands, op.results):
+        ctx.copy(v, ctx.buffer(r))
+    sl = _Slices(ctx, op, dim)
+    n = sl.n
+    cost = 2 + sum(1 for _ in region.blocks[0].operations)
+
+    def slices(lo, hi):
+        jslot = em.alloca(I64)
+
+        def one_slice(s):
+            base = sl.base(s)
+            results = [ctx.buffer(r) for r in op.results]
+
+            def load(p):
+                at = sl.at(base, p)
+                return [S.load(em.b, em.element_ptr(r, et, at), et) for r, et in zip(results, ets)]
+
+            def put(p, xs):
+                at = sl.at(base, p)
+                for r, et, x in zip(results, ets, xs):
+                    S.store(em.b, x, em.element_ptr(r, et, at), et)
+
+            def insert(cand, start):
+                """Shift positions < start that cand is strictly less than one up, put cand
+                in the hole (insertion sort's step; position start is overwritten)."""
+                b = em.b
+                b.store(start, jslot)
+                check = b.append_basic_block("topk.check")
+                shift = b.append_basic_block("topk.shift")
+                done = b.append_basic_block("topk.done")
+                b.branch(check)
+                b.position_at_end(check)
+                j = b.load(jslot)
+                more = b.icmp_signed(">", j, c64(0))
+                cmp = b.append_basic_block("topk.cmp")
+                b.cbranch(more, cmp, done)
+                b.position_at_end(cmp)
+                jm = b.sub(j, c64(1))
+                prev = load(jm)
+                less = _less(em, region, cand, prev)
+                b = em.b
+                b.cbranch(less, shift, done)
+                b.position_at_end(shift)
+                put(j, prev)
+                b.store(jm, jslot)
+                b.branch(check)
+                b.position_at_end(done)
+                put(b.load(jslot), cand)
+
+            em.for_range_dynamic(c64(1), c64(k), lambda i: insert(load(i), i))
+
+            def consider(i):
+                cand = load(i)
+                last = load(c64(k - 1))
+                less = _less(em, region, cand, last)
+                with em.b.if_then(less):
+                    insert(cand, c64(k - 1))
+            em.for_range_dynamic(c64(k), c64(n), consider)
+        em.for_range_dynamic(lo, hi, one_slice)
+
+    split_ranges(ctx, sl.count, sl.count * n * cost, slices)

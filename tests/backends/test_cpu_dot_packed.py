@@ -1,0 +1,70 @@
+"""dot_generals that BLAS cannot take as they stand (other element types, dimension orders)
+run through BLAS after packing (kernels_dot_packed.py) and give numpy's / XLA's results."""
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+import ml_dtypes  # noqa: E402
+
+import axle  # noqa: E402
+
+
+def _compile(fn, *args):
+    exe = axle.compile(jax.jit(fn).lower(*args).as_text(), backend="cpu")
+    return exe, exe.execute(list(args))
+
+
+def _libraries(exe):
+    return [k.library for k in exe.program.kernels if k.library]
+
+
+def _dot(pet):
+    return lambda a, b: jax.lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=pet)
+
+
+@pytest.mark.parametrize("dt,pet,ct", [(np.int8, jnp.int32, "s"), (np.uint8, jnp.int32, "d"),
+                                       (np.int16, jnp.int32, "d"), (np.int8, jnp.int8, "s")])
+def test_integer_dot_is_exact(dt, pet, ct):
+    r = np.random.default_rng(0)
+    info = np.iinfo(dt)
+    a = r.integers(info.min, info.max + 1, (37, 300)).astype(dt)
+    b = r.integers(info.min, info.max + 1, (300, 45)).astype(dt)
+    a[0, :] = info.min  # the largest products
+    b[:, 0] = info.min
+    exe, (out,) = _compile(_dot(pet), a, b)
+    want = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.dtype(pet))  # wraps like int arithmetic
+    np.testing.assert_array_equal(out, want)
+    assert _libraries(exe) == [f"blas.{ct}gemm"]
+
+
+@pytest.mark.parametrize("dt", [ml_dtypes.bfloat16, np.float16])
+@pytest.mark.parametrize("pet", [jnp.float32, None])
+def test_half_floats_accumulate_in_f32(dt, pet):
+    r = np.random.default_rng(1)
+    a = r.standard_normal((64, 200)).astype(dt)
+    b = r.standard_normal((200, 48)).astype(dt)
+    fn = _dot(pet) if pet is not None else (lambda x, y: x @ y)
+    exe, (out,) = _compile(fn, a, b)
+    want = np.asarray(jax.jit(fn)(a, b))
+    assert out.dtype == want.dtype
+    np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out.astype(np.float64), exact, rtol=2e-2, atol=0.15)
+    assert _libraries(exe) == ["blas.sgemm"]
+
+
+@pytest.mark.parametrize("spec", ["bhsd,bshd->bhs", "bhsd,dhe->bhse", "bhsd,bhtd->bsht", "ijk,kji->", "abc,cdb->dab"])
+def test_awkward_einsums(spec):
+    r = np.random.default_rng(2)
+    lhs, rest = spec.split(",")
+    rhs = rest.split("->")[0]
+    size = dict(zip("abcdehijkst", (6, 7, 5, 9, 8, 3, 4, 10, 12, 11, 13)))
+    x = r.standard_normal([size[c] for c in lhs]).astype(np.float32)
+    y = r.standard_normal([size[c] for c in rhs]).astype(np.float32)
+    if spec == "bhsd,bshd->bhs":
+        y = y.reshape([size[c] for c in "bhsd"]).transpose(0, 2, 1, 3).copy()
+    fn = lambda p, q: jnp.einsum(spec, p, q)  # noqa: E731
+    exe, (out,) = _compile(fn, x, y)
+    np.testing.assert_allclose(out, np.einsum(spec, x.astype(np.float64), y.astype(np.float64)),
+                               rtol=1e-4, atol=1e-4)
