@@ -24,12 +24,12 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
 
-# fuzz campaigns (tests/fuzz/harness.py): parser, differential, bad arguments, cache faults,
+# fuzz campaigns (tests/fuzz/fuzz_harness.py): parser, differential, bad arguments, cache faults,
 # threads, fork; findings (minimized) go to build/fuzz; `make test` runs a short round and
 # replays tests/fuzz/corpus
 FUZZ_SECONDS ?= 1800
 fuzz: $(STAMP)
-	$(BIN)/python tests/fuzz/harness.py --seconds $(FUZZ_SECONDS) --out build/fuzz --json build/fuzz/summary.json
+	$(BIN)/python tests/fuzz/fuzz_harness.py --seconds $(FUZZ_SECONDS) --out build/fuzz --json build/fuzz/summary.json
 
 bench: $(STAMP)
 	$(BIN)/axle bench --write benchmarks/RESULTS.md

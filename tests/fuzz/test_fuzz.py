@@ -9,7 +9,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import harness  # noqa: E402
+import fuzz_harness as harness  # noqa: E402
 
 
 def test_corpus_of_past_findings_replays_clean():
@@ -53,7 +53,7 @@ def test_worker_counts_crashes_and_hangs():
 
 
 def test_harness_command_line_short_run(tmp_path):
-    r = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "--campaigns", "parse,badargs",
+    r = subprocess.run([sys.executable, os.path.join(HERE, "fuzz_harness.py"), "--campaigns", "parse,badargs",
                         "--cases", "5", "--seed", "3", "--json", str(tmp_path / "s.json")],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

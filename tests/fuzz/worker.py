@@ -1,4 +1,4 @@
-"""The fuzz worker: runs cases sent by harness.py, one JSON line each on stdin, and answers
+"""The fuzz worker: runs cases sent by fuzz_harness.py, one JSON line each on stdin, and answers
 one JSON line each on stdout: {"outcome": "ok" | "finding", "detail": ...}. It runs in a
 child process of the harness, so a crash (a signal) or a hang (the harness's deadline) is
 seen and counted by the harness, which starts a fresh worker.

@@ -1,0 +1,127 @@
+"""`torch.compile(model, backend="axle")`: Dynamo hands each captured graph to `axle_backend`;
+aot_autograd (with the core ATen decompositions) splits it into a forward and, in training, a
+backward graph of ATen ops, and each is compiled by axle (axle/torch/lowering.py -> StableHLO
+text -> axle.compile).
+
+A graph with an ATen op axle cannot lower runs eagerly instead, with one warning naming the op;
+so does a graph whose lowering or compilation fails (the warning says why). Symbolic sizes
+(dynamic=True) are bound per call: each distinct input signature is lowered and compiled once."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import torch
+
+from axle.torch.dtypes import from_numpy, to_numpy
+from axle.torch.lowering import UnsupportedOp, lower_graph, unsupported_ops
+
+
+STATS = {"axle_calls": 0, "compiles": 0}  # counters the tests read (resettable)
+
+
+class AxleFallbackWarning(UserWarning):
+    """A graph (or one signature of it) runs in eager PyTorch instead of axle."""
+
+
+class CompiledGraph:
+    """An ATen graph compiled by axle, once per input signature; called with a list of args."""
+
+    _boxed_call = True
+
+    def __init__(self, gm: torch.fx.GraphModule, name: str = "graph"):
+        self.gm = gm
+        self.name = name
+        self.cache: dict = {}
+        self.calls = 0  # calls run by axle (tests read it)
+        # a graph without symbolic sizes has one signature (Dynamo guards the rest; the
+        # executable still checks every argument): no key to compute per call
+        self.static = all(not isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat))
+                          and not (isinstance(n.meta.get("val"), torch.Tensor)
+                                   and any(isinstance(d, torch.SymInt) for d in n.meta["val"].shape))
+                          for n in gm.graph.nodes if n.op == "placeholder")
+
+    def _key(self, args):
+        return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+
+    def _build(self, args):
+        import axle
+        lowered = lower_graph(self.gm, args)
+        exe = axle.compile(lowered.text, backend="cpu")
+        STATS["compiles"] += 1
+        return exe, lowered
+
+    def __call__(self, *args):
+        # boxed (one list) when aot_autograd sees _boxed_call, else unpacked (a torch wrapper
+        # around the backward compiler drops the attribute); graph inputs are never lists
+        args = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
+        key = None if self.static else self._key(args)
+        entry = self.cache.get(key)
+        if entry is None:
+            try:
+                entry = self._build(args)
+            except UnsupportedOp as e:
+                _warn(f"axle: ATen op {e} has no axle lowering; {self.name} runs eagerly")
+                entry = False
+            except Exception as e:  # never a crash: the eager graph answers, the warning says why
+                if os.environ.get("AXLE_TORCH_STRICT"):
+                    raise
+                _warn(f"axle: compiling {self.name} failed ({type(e).__name__}: {str(e)[:300]}); "
+                      f"it runs eagerly")
+                entry = False
+            self.cache[key] = entry
+        if entry is False:
+            return self.gm(*args)
+        exe, lowered = entry
+        tensors = [to_numpy(a) for a in args if isinstance(a, torch.Tensor)]
+        outs = exe.execute(tensors)
+        self.calls += 1
+        STATS["axle_calls"] += 1
+        results = []
+        for kind, *rest in lowered.outputs:
+            if kind != "tensor":
+                results.append(rest[0])
+                continue
+            t = from_numpy(outs[rest[0]])
+            if rest[1] is not None:  # eager consumers (a kernel's backward) may expect torch's strides
+                t = torch.empty_strided(t.shape, rest[1], dtype=t.dtype).copy_(t)
+            results.append(t)
+        return results
+
+
+def _warn(msg: str):
+    warnings.warn(msg, AxleFallbackWarning, stacklevel=3)
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs, name: str = "graph"):
+    """Compile one ATen graph: a boxed callable (a list of args in, a list of outputs out).
+    A graph with ops axle does not lower is returned eager, with one warning naming the op."""
+    from torch._functorch.aot_autograd import make_boxed_func
+    missing = unsupported_ops(gm)
+    if missing:
+        _warn(f"axle: ATen op {missing[0]} has no axle lowering; this {name} runs eagerly"
+              + (f" (also missing: {', '.join(missing[1:])})" if len(missing) > 1 else ""))
+        return make_boxed_func(gm.forward)
+    return make_boxed_func(CompiledGraph(gm, name))
+
+
+def decompositions() -> dict:
+    """Core ATen decompositions, keeping whole the ops axle lowers better as one rule."""
+    from torch._decomp import core_aten_decompositions, get_decompositions
+    table = dict(core_aten_decompositions())
+    # recurrent layers as their unrolled cell math (in inference they would become mkldnn_rnn_layer)
+    table.update(get_decompositions([torch.ops.aten.lstm.input, torch.ops.aten.gru.input,
+                                     torch.ops.aten.rnn_tanh.input, torch.ops.aten.rnn_relu.input]))
+    return table
+
+
+def axle_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
+    """The Dynamo backend registered as "axle" (entry point `torch_dynamo_backends`)."""
+    from torch._dynamo.backends.common import aot_autograd
+    fw = lambda g, ex: compile_graph(g, ex, "forward graph")
+    bw = lambda g, ex: compile_graph(g, ex, "backward graph")
+    compiler = aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=fw,
+                            decompositions=decompositions())
+    # with mkldnn enabled, the LSTM decomposition picks mkldnn_rnn_layer in inference
+    with torch.backends.mkldnn.flags(enabled=False):
+        return compiler(gm, example_inputs)

@@ -1,0 +1,230 @@
+"""An ATen FX graph (from aot_autograd or torch.export) -> one StableHLO function, as text.
+
+Shapes are concrete: symbolic sizes (dynamic=True) are bound to the sizes of the call being
+compiled, so each distinct shape gets its own program (axle specializes per signature too).
+Every op is lowered by one rule of the table in axle/torch/rules.py, keyed by the ATen
+overload; an op with no rule raises UnsupportedOp naming it, before anything is emitted.
+Each rule's result is checked against the shape and dtype torch recorded for the node."""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from axle.torch.dtypes import mlir_type
+from axle.torch.emitter import Emitter, V
+from axle.torch.rules import RULES, Unsupported
+
+
+class UnsupportedOp(Exception):
+    """An ATen op (or an argument form of it) with no axle lowering: the graph runs eagerly."""
+
+    def __init__(self, op: str, why: str = ""):
+        self.op = op
+        super().__init__(f"{op}{': ' + why if why else ''}")
+
+
+class LoweringError(Exception):
+    """A rule produced a value whose shape or dtype differs from torch's (a bridge bug)."""
+
+
+_SYM_OPS = {operator.mul, operator.add, operator.sub, operator.floordiv, operator.truediv,
+            operator.mod, operator.neg, operator.pow, operator.eq, operator.ne, operator.lt,
+            operator.le, operator.gt, operator.ge, torch.sym_max, torch.sym_min, torch.sym_float,
+            torch.sym_int, torch.sym_not, torch.sym_sum}
+_PASSIVE = {operator.getitem}
+
+
+def _op_name(target) -> str:
+    return str(getattr(target, "_name", None) or getattr(target, "__name__", target))
+
+
+def _is_sym_node(node) -> bool:
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
+
+
+def unsupported_ops(gm: torch.fx.GraphModule) -> list[str]:
+    """Names of the ATen ops in `gm` that have no rule (empty when all can be lowered)."""
+    missing = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target in _PASSIVE or n.target in _SYM_OPS:
+            continue
+        if _is_sym_node(n) or n.target in RULES:
+            continue
+        name = _op_name(n.target)
+        if name not in missing:
+            missing.append(name)
+    return missing
+
+
+@dataclass
+class Lowered:
+    """The text and how to map its results back: `outputs[i]` is ('tensor', k) for result k
+    of @main, ('value', x) for a Python value (a size, None)."""
+    text: str
+    outputs: list = field(default_factory=list)
+    arg_names: list = field(default_factory=list)
+
+
+class _Sizes:
+    """Binds the symbols of a graph's symbolic sizes to the sizes of concrete inputs."""
+
+    def __init__(self):
+        self.bindings = {}
+
+    def bind(self, val, concrete):
+        if isinstance(val, torch.Tensor):
+            for d, c in zip(val.shape, concrete):
+                self.bind(d, c)
+        elif isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            expr = val.node.expr
+            if expr.is_Symbol:
+                self.bindings[expr] = concrete
+
+    def value(self, x):
+        if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            expr = x.node.expr.xreplace({k: v for k, v in self.bindings.items()})
+            if isinstance(x, torch.SymInt):
+                return int(expr)
+            if isinstance(x, torch.SymBool):
+                return bool(expr)
+            return float(expr)
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.value(e) for e in x)
+        return x
+
+    def spec(self, val):
+        """(shape, mlir dtype) of a fake tensor, sizes made concrete."""
+        return tuple(self.value(d) for d in val.shape), mlir_type(val.dtype)
+
+
+def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, constants=(),
+                result_attrs=None) -> Lowered:
+    """Lower `gm` for concrete `args` (tensors, or Python numbers for symbolic-size inputs).
+    Placeholders whose index is in `constants` become constants in the text (their tensor in
+    args gives the value); `arg_attrs`/`result_attrs` are extra attribute text per argument /
+    result."""
+    missing = unsupported_ops(gm)
+    if missing:
+        raise UnsupportedOp(missing[0])
+    sizes = _Sizes()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(args):
+        raise ValueError(f"axle.torch: graph takes {len(placeholders)} inputs, got {len(args)}")
+    for n, a in zip(placeholders, args):
+        val = n.meta.get("val")
+        sizes.bind(val, tuple(a.shape) if isinstance(a, torch.Tensor) else a)
+    em = Emitter()
+    env = {}
+    params = []
+    names = []
+    for i, (n, a) in enumerate(zip(placeholders, args)):
+        if i in constants:
+            from axle.torch.dtypes import to_numpy
+            env[n] = em.dense(to_numpy(a), mlir_type(a.dtype))
+        elif isinstance(a, torch.Tensor):
+            v = V(f"%arg{i}", tuple(a.shape), mlir_type(a.dtype))
+            env[n] = v
+            name = arg_names[i] if arg_names else n.name
+            attrs = (arg_attrs[i] if arg_attrs else None) or f'axle.name = "{name}"'
+            params.append(f"{v.name}: {v.type} {{{attrs}}}")
+            names.append(name)
+        else:
+            env[n] = a
+    for n in gm.graph.nodes:
+        if n.op in ("placeholder", "output"):
+            continue
+        if n.op == "get_attr":
+            env[n] = _get_attr_const(em, gm, n.target)
+            continue
+        if n.op != "call_function":
+            raise UnsupportedOp(f"{n.op} {n.target}")
+        if n.target is operator.getitem:
+            env[n] = env[n.args[0]][n.args[1]]
+            continue
+        if _is_sym_node(n) or n.target in _SYM_OPS:
+            env[n] = sizes.value(n.meta.get("val"))
+            continue
+        fn = RULES[n.target]
+        a = torch.fx.node.map_aggregate(n.args, lambda x: env[x] if isinstance(x, torch.fx.Node) else sizes.value(x))
+        k = torch.fx.node.map_aggregate(n.kwargs, lambda x: env[x] if isinstance(x, torch.fx.Node) else sizes.value(x))
+        out = _spec_of(sizes, n.meta.get("val"))
+        try:
+            result = fn(em, out, *a, **k)
+        except Unsupported as e:
+            raise UnsupportedOp(_op_name(n.target), str(e)) from None
+        _check(n, result, out)
+        env[n] = result
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    results, plan = [], []
+    for x in _flatten(out_node.args[0]):
+        v = env[x] if isinstance(x, torch.fx.Node) else x
+        if isinstance(v, V):
+            val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+            stride = sizes.value(tuple(val.stride())) if isinstance(val, torch.Tensor) else None
+            if stride is not None and stride == _contiguous_strides(v.shape):
+                stride = None
+            plan.append(("tensor", len(results), stride))
+            results.append(v)
+        else:
+            plan.append(("value", sizes.value(v)))
+    ret = ", ".join(v.name for v in results)
+    ret_t = ", ".join(v.type for v in results)
+    sig_t = ", ".join(v.type + (f" {{{result_attrs[k]}}}" if result_attrs and result_attrs[k] else "")
+                      for k, v in enumerate(results))
+    text = (f"func.func @main({', '.join(params)}) -> ({sig_t}) {{\n" + "\n".join(em.lines)
+            + f'\n    "func.return"({ret}) : ({ret_t}) -> ()\n}}\n')
+    return Lowered(text, plan, names)
+
+
+def _flatten(x) -> list:
+    """Graph outputs in order, nested lists/tuples flattened (None and sizes kept in place)."""
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in _flatten(item)]
+    return [x]
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def _spec_of(sizes: _Sizes, val):
+    if isinstance(val, torch.Tensor):
+        return sizes.spec(val)
+    if isinstance(val, (list, tuple)):
+        return [_spec_of(sizes, v) for v in val]
+    return None
+
+
+def _check(node, result, spec):
+    if spec is None or result is None:
+        return
+    if isinstance(spec, list):
+        for r, s in zip(result, spec):
+            _check(node, r, s)
+        return
+    if isinstance(result, V) and result.dtype.startswith("!quant"):  # torch stores it as ints
+        if result.shape != tuple(spec[0]):
+            raise LoweringError(f"{_op_name(node.target)} ({node.name}): lowered to {result.type}, "
+                                f"torch expects shape {tuple(spec[0])}")
+        return
+    if isinstance(result, V) and (result.shape, result.dtype) != (tuple(spec[0]), spec[1]):
+        raise LoweringError(f"{_op_name(node.target)} ({node.name}): lowered to {result.type}, "
+                            f"torch expects shape {tuple(spec[0])} {spec[1]}")
+
+
+def _get_attr_const(em: Emitter, gm, target: str):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    if not isinstance(obj, torch.Tensor):
+        return obj
+    from axle.torch.dtypes import to_numpy
+    return em.dense(to_numpy(obj), mlir_type(obj.dtype))

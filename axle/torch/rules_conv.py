@@ -1,0 +1,228 @@
+"""Convolutions and pooling (N-d, channels first): convolution, convolution_backward,
+max_pool2d_with_indices(_backward), avg_pool2d, _adaptive_avg_pool2d."""
+from __future__ import annotations
+
+import math
+
+from axle.torch.registry import Unsupported, V, aten, opmath, rule, shape_of
+from axle.torch.rules_reduce import _extreme
+
+
+def _layout(n: int) -> str:
+    sp = ", ".join(str(i) for i in range(n))
+    return f"[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]"
+
+
+def conv(em, x: V, w: V, shape, stride, pad_lo, pad_hi, dilation, groups=1, lhs_dilation=None,
+         layout=None, batch_groups=1) -> V:
+    n = len(stride)
+    lhs_dilation = lhs_dilation or [1] * n
+    pad = ", ".join(f"[{lo}, {hi}]" for lo, hi in zip(pad_lo, pad_hi))
+    attrs = (f"dimension_numbers = #stablehlo.conv<{layout or _layout(n)}>, "
+             f"window_strides = array<i64: {', '.join(map(str, stride))}>, "
+             f"padding = dense<[{pad}]> : tensor<{n}x2xi64>, "
+             f"lhs_dilation = array<i64: {', '.join(map(str, lhs_dilation))}>, "
+             f"rhs_dilation = array<i64: {', '.join(map(str, dilation))}>, "
+             f"feature_group_count = {groups} : i64, batch_group_count = {batch_groups} : i64")
+    return em.op("stablehlo.convolution", [x, w], shape, x.dtype, attrs)
+
+
+def _expand(v, n):
+    v = [v] if isinstance(v, int) else list(v)
+    return v * n if len(v) == 1 else v
+
+
+@rule(aten.convolution.default)
+def _convolution(em, out, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    shape, dt = shape_of(out), out[1]
+    n = x.rank - 2
+    stride, padding, dilation = _expand(stride, n), _expand(padding, n), _expand(dilation, n)
+    ct = opmath(dt)
+    xc, wc = em.convert(x, ct), em.convert(w, ct)
+    if transposed:
+        y = _conv_input_grad(em, xc, wc, shape, stride, padding, dilation, groups)
+    else:
+        y = conv(em, xc, wc, shape, stride, padding, padding, dilation, groups)
+    if bias is not None:
+        y = em.binary("add", y, em.broadcast_in_dim(em.convert(bias, ct), shape, [1]))
+    return em.convert(y, dt)
+
+
+def _conv_input_grad(em, g: V, w: V, in_shape, stride, padding, dilation, groups) -> V:
+    """The gradient of a convolution wrt its input (= a transposed convolution of g by w)."""
+    n = len(stride)
+    k = w.shape[2:]
+    o, ig = w.shape[0], w.shape[1]
+    if groups > 1:  # (O, I/g, k) -> (g, O/g, I/g, k) -> (g, I/g, O/g, k) -> (I, O/g, k)
+        w = em.reshape(w, (groups, o // groups, ig) + tuple(k))
+        w = em.transpose(w, [0, 2, 1] + list(range(3, 3 + n)))
+        w = em.reshape(w, (groups * ig, o // groups) + tuple(k))
+    else:
+        w = em.transpose(w, [1, 0] + list(range(2, 2 + n)))
+    w = em.op("stablehlo.reverse", [w], w.shape, w.dtype,
+              f"dimensions = array<i64: {', '.join(str(2 + i) for i in range(n))}>")
+    lo, hi = [], []
+    for d in range(n):
+        ek = dilation[d] * (k[d] - 1)
+        lo.append(ek - padding[d])
+        # output size lo + (G-1)*stride + 1 + hi - ek must be the input's (rows the forward
+        # convolution never read get zero gradient)
+        hi.append(in_shape[2 + d] + padding[d] - (g.shape[2 + d] - 1) * stride[d] - 1)
+    return conv(em, g, w, in_shape, [1] * n, lo, hi, dilation, groups, lhs_dilation=stride)
+
+
+@rule(aten.convolution_backward.default)
+def _convolution_backward(em, out, g, x, w, bias_sizes, stride, padding, dilation, transposed,
+                          output_padding, groups, mask):
+    if transposed:
+        raise Unsupported("convolution_backward of a transposed convolution")
+    n = x.rank - 2
+    stride, padding, dilation = _expand(stride, n), _expand(padding, n), _expand(dilation, n)
+    ct = opmath(x.dtype)
+    gc, xc, wc = em.convert(g, ct), em.convert(x, ct), em.convert(w, ct)
+    results = [None, None, None]
+    if mask[0]:
+        results[0] = em.convert(_conv_input_grad(em, gc, wc, x.shape, stride, padding, dilation, groups), x.dtype)
+    if mask[1]:
+        # correlate the input (channels as batch) with the gradient (batch as features), one
+        # group at a time
+        k = w.shape[2:]
+        hi = [(k[d] - 1) * dilation[d] + (g.shape[2 + d] - 1) * stride[d] + 1 - x.shape[2 + d] - padding[d]
+              for d in range(n)]
+        sp = ", ".join(str(i) for i in range(n))
+        layout = f"[f, b, {sp}]x[i, o, {sp}]->[b, f, {sp}]"
+        ci, co = x.shape[1] // groups, g.shape[1] // groups
+        parts = []
+        for j in range(groups):
+            xj = _channels(em, xc, j * ci, (j + 1) * ci)
+            gj = _channels(em, gc, j * co, (j + 1) * co)
+            gw = conv(em, xj, gj, (ci, co) + tuple(k), dilation, padding, hi, stride, layout=layout)
+            parts.append(em.transpose(gw, [1, 0] + list(range(2, 2 + n))))
+        results[1] = em.convert(em.concat(parts, 0), w.dtype)
+    if mask[2]:
+        s = em.reduce_simple(gc, [0] + list(range(2, 2 + n)), "add", 0)
+        results[2] = em.convert(s, g.dtype)
+    return tuple(results)
+
+
+def _channels(em, v: V, lo: int, hi: int) -> V:
+    if lo == 0 and hi == v.shape[1]:
+        return v
+    start, limit = [0] * v.rank, list(v.shape)
+    start[1], limit[1] = lo, hi
+    return em.slice(v, start, limit, [1] * v.rank)
+
+
+def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode):
+    n = 2
+    kernel = _expand(kernel, n)
+    stride = _expand(stride, n) if stride else kernel
+    padding, dilation = _expand(padding, n), _expand(dilation, n)
+    lo, hi, outs = [], [], []
+    for d in range(n):
+        size = x.shape[x.rank - n + d]
+        span = dilation[d] * (kernel[d] - 1) + 1
+        num = size + 2 * padding[d] - span
+        o = (-(-num // stride[d]) if ceil_mode else num // stride[d]) + 1
+        if ceil_mode and (o - 1) * stride[d] >= size + padding[d]:
+            o -= 1
+        lo.append(padding[d])
+        hi.append((o - 1) * stride[d] + span - size - padding[d])
+        outs.append(o)
+    return kernel, stride, dilation, lo, hi, outs
+
+
+def _window_attrs(rank, kernel, stride, dilation, lo, hi):
+    lead = rank - 2
+    pads = ", ".join(["[0, 0]"] * lead + [f"[{a}, {b}]" for a, b in zip(lo, hi)])
+    arr = lambda v: "array<i64: " + ", ".join(str(x) for x in [1] * lead + list(v)) + ">"
+    return (f"window_dimensions = {arr(kernel)}, window_strides = {arr(stride)}, "
+            f"window_dilations = {arr(dilation)}, padding = dense<[{pads}]> : tensor<{rank}x2xi64>")
+
+
+@rule(aten.max_pool2d_with_indices.default)
+def _max_pool(em, out, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    kernel, stride, dilation, lo, hi, _ = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode)
+    plane = x.shape[-2:]
+    idx = em.binary("add", em.binary("multiply", em.iota(x.shape, x.rank - 2, "i64"),
+                                     em.const(plane[1], "i64", x.shape)), em.iota(x.shape, x.rank - 1, "i64"))
+
+    def body(e, l, r):  # the larger value; the first (smallest index) among equals; NaN wins
+        lv, li, rv, ri = l[0], l[1], r[0], r[1]
+        take_l = e.binary("or", e.compare("GT", lv, rv), e.compare("NE", lv, lv))
+        tie = e.binary("and", e.compare("EQ", lv, rv), e.compare("LT", li, ri))
+        take_l = e.binary("or", take_l, tie)
+        take_l = e.binary("and", take_l, e.unary("not", e.binary("and", e.compare("NE", rv, rv), e.compare("EQ", lv, lv))))
+        return [e.select(take_l, lv, rv), e.select(take_l, li, ri)]
+
+    region = em.scalar_region([x.dtype, "i64"], body)
+    shape = shape_of(out[0])
+    init = [em.const(_extreme(x.dtype, True), x.dtype), em.const(-1, "i64")]
+    v, i = em.op_multi("stablehlo.reduce_window", [x, idx] + init, [(shape, x.dtype), (shape, "i64")],
+                       _window_attrs(x.rank, kernel, stride, dilation, lo, hi), region)
+    return v, i
+
+
+@rule(aten.max_pool2d_with_indices_backward.default)
+def _max_pool_backward(em, out, g, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    """Scatter-add each gradient to the flat input position its window's maximum came from."""
+    lead = x.rank - 2
+    plane = x.shape[-2] * x.shape[-1]
+    flat_x = x.shape[:lead] + (plane,)
+    flat_i = indices.shape[:lead] + (math.prod(indices.shape[-2:]),)
+    idx = em.reshape(indices, flat_i)
+    gf = em.reshape(em.convert(g, x.dtype), flat_i)
+    cols = [em.reshape(em.iota(flat_i, d, "i64"), flat_i + (1,)) for d in range(lead)]
+    cols.append(em.reshape(idx, flat_i + (1,)))
+    coords = em.concat(cols, len(flat_i))
+    ct = opmath(x.dtype)
+    zero = em.const(0, ct, flat_x)
+    ds = ", ".join(map(str, range(len(flat_x))))
+    dn = (f"#stablehlo.scatter<inserted_window_dims = [{ds}], scatter_dims_to_operand_dims = [{ds}], "
+          f"index_vector_dim = {len(flat_i)}>")
+    region = em.scalar_region([ct], lambda e, l, r: [e.binary("add", l[0], r[0])])
+    r = em.op("stablehlo.scatter", [zero, coords, em.convert(gf, ct)], flat_x, ct,
+              f"scatter_dimension_numbers = {dn}, indices_are_sorted = false, unique_indices = false", region)
+    return em.convert(em.reshape(r, x.shape), x.dtype)
+
+
+def _window_sum(em, x, kernel, stride, lo, hi):
+    region = em.scalar_region([x.dtype], lambda e, l, r: [e.binary("add", l[0], r[0])])
+    rank = x.rank
+    out = [x.shape[d] for d in range(rank - 2)] + [
+        (x.shape[rank - 2 + d] + lo[d] + hi[d] - kernel[d]) // stride[d] + 1 for d in range(2)]
+    return em.op("stablehlo.reduce_window", [x, em.const(0, x.dtype)], out, x.dtype,
+                 _window_attrs(rank, kernel, stride, [1, 1], lo, hi), region)
+
+
+@rule(aten.avg_pool2d.default)
+def _avg_pool(em, out, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+              divisor_override=None):
+    kernel, stride, _, lo, hi, _ = _pool_geometry(x, kernel, stride, padding, 1, ceil_mode)
+    ct = opmath(x.dtype)
+    xc = em.convert(x, ct)
+    s = _window_sum(em, xc, kernel, stride, lo, hi)
+    if divisor_override:
+        cnt = em.const(divisor_override, ct, s.shape)
+    else:
+        # the count of each window: inside the padded input (count_include_pad) or the input
+        ones = em.const(1, ct, x.shape[-2:])
+        padding = _expand(padding, 2)
+        if count_include_pad:
+            ones = em.pad(ones, em.const(1, ct), padding, padding)
+            ones = em.pad(ones, em.const(0, ct), [0, 0], [h - p for h, p in zip(hi, padding)])
+        else:
+            ones = em.pad(ones, em.const(0, ct), lo, hi)
+        c = _window_sum(em, em.reshape(ones, (1, 1) + ones.shape), kernel, stride, [0, 0], [0, 0])
+        cnt = em.broadcast_in_dim(em.reshape(c, c.shape[-2:]), s.shape, [s.rank - 2, s.rank - 1])
+    return em.convert(em.binary("divide", s, cnt), out[1])
+
+
+@rule(aten._adaptive_avg_pool2d.default)
+def _adaptive_avg(em, out, x, size):
+    h, w = x.shape[-2:]
+    oh, ow = size
+    if h % oh or w % ow:
+        raise Unsupported("_adaptive_avg_pool2d with an output size that does not divide the input")
+    k = [h // oh, w // ow]
+    return _avg_pool(em, out, x, k, k, 0)

@@ -1,0 +1,205 @@
+"""Normalization, softmax, dropout and attention ops that decompositions leave whole:
+_softmax, _log_softmax, native_layer_norm, _native_batch_norm_legit*, native_dropout,
+scaled_dot_product attention (math form)."""
+from __future__ import annotations
+
+import math
+
+from axle.torch.registry import Unsupported, V, aten, dim, opmath, rule, shape_of
+from axle.torch.rules_reduce import dot, variance
+
+
+def _keep(shape, ds):
+    return [1 if i in ds else s for i, s in enumerate(shape)]
+
+
+def softmax(em, x: V, d: int, log: bool = False) -> V:
+    m = em.reduce([x], [em.const(-math.inf, x.dtype)], [d], lambda e, l, r: [e.binary("maximum", l[0], r[0])])[0]
+    m = em.broadcast_to(em.reshape(m, _keep(x.shape, [d])), x.shape)
+    # a row of -inf: keep its max at 0 so exp gives 0 rather than nan, as torch does
+    m = em.select(em.compare("EQ", m, em.const(-math.inf, x.dtype, x.shape)), em.const(0, x.dtype, x.shape), m)
+    z = em.binary("subtract", x, m)
+    e = em.unary("exponential", z)
+    s = em.broadcast_to(em.reshape(em.reduce_simple(e, [d], "add", 0), _keep(x.shape, [d])), x.shape)
+    if log:
+        return em.binary("subtract", z, em.unary("log", s))
+    return em.binary("divide", e, s)
+
+
+@rule(aten._softmax.default)
+def _softmax(em, out, x, d, half_to_float=False):
+    return em.convert(softmax(em, em.convert(x, opmath(x.dtype)), dim(d, x.rank)), out[1])
+
+
+@rule(aten._log_softmax.default)
+def _log_softmax(em, out, x, d, half_to_float=False):
+    return em.convert(softmax(em, em.convert(x, opmath(x.dtype)), dim(d, x.rank), log=True), out[1])
+
+
+@rule(aten._softmax_backward_data.default)
+def _softmax_backward(em, out, g, y, d, in_dtype):
+    ct = opmath(out[1])
+    d = dim(d, y.rank)
+    g, y = em.convert(g, ct), em.convert(y, ct)
+    gy = em.binary("multiply", g, y)
+    s = em.broadcast_to(em.reshape(em.reduce_simple(gy, [d], "add", 0), _keep(y.shape, [d])), y.shape)
+    return em.convert(em.binary("subtract", gy, em.binary("multiply", y, s)), out[1])
+
+
+@rule(aten._log_softmax_backward_data.default)
+def _log_softmax_backward(em, out, g, y, d, in_dtype):
+    ct = opmath(out[1])
+    d = dim(d, y.rank)
+    g, y = em.convert(g, ct), em.convert(y, ct)
+    s = em.broadcast_to(em.reshape(em.reduce_simple(g, [d], "add", 0), _keep(y.shape, [d])), y.shape)
+    return em.convert(em.binary("subtract", g, em.binary("multiply", em.unary("exponential", y), s)), out[1])
+
+
+@rule(aten.native_layer_norm.default)
+def _layer_norm(em, out, x, normalized_shape, w, b, eps):
+    ct = opmath(x.dtype)
+    xc = em.convert(x, ct)
+    axis = x.rank - len(normalized_shape)
+    ds = list(range(axis, x.rank))
+    mean, var = variance(em, xc, ds, 0)
+    rstd = em.unary("rsqrt", em.binary("add", var, em.const(eps, ct, var.shape)))
+    rstd_k = em.reshape(rstd, mean.shape)
+    y = em.binary("multiply", em.binary("subtract", xc, em.broadcast_to(mean, x.shape)), em.broadcast_to(rstd_k, x.shape))
+    if w is not None:
+        y = em.binary("multiply", y, em.broadcast_to(em.convert(w, ct), x.shape))
+    if b is not None:
+        y = em.binary("add", y, em.broadcast_to(em.convert(b, ct), x.shape))
+    return (em.convert(y, out[0][1]), em.reshape(em.convert(mean, out[1][1]), shape_of(out[1])),
+            em.reshape(em.convert(rstd_k, out[2][1]), shape_of(out[2])))
+
+
+def _batch_norm(em, x, w, b, mean, var, eps, ct):
+    """(x - mean) * rsqrt(var + eps) * w + b with per-channel (dim 1) statistics."""
+    c = lambda v: em.broadcast_in_dim(em.convert(v, ct), x.shape, [1])
+    rstd = em.unary("rsqrt", em.binary("add", var, em.const(eps, ct, var.shape)))
+    y = em.binary("multiply", em.binary("subtract", em.convert(x, ct), c(mean)), c(rstd))
+    if w is not None:
+        y = em.binary("multiply", y, c(w))
+    if b is not None:
+        y = em.binary("add", y, c(b))
+    return y, rstd
+
+
+def _batch_stats(em, x, ct):
+    ds = [0] + list(range(2, x.rank))
+    mean, var = variance(em, em.convert(x, ct), ds, 0)
+    return em.reshape(mean, (x.shape[1],)), var, math.prod(x.shape[d] for d in ds)
+
+
+@rule(aten._native_batch_norm_legit_functional.default)
+def _bn_functional(em, out, x, w, b, rm, rv, training, momentum, eps):
+    ct = opmath(x.dtype)
+    if not training:
+        y, _ = _batch_norm(em, x, w, b, em.convert(rm, ct), em.convert(rv, ct), eps, ct)
+        empty = em.const(0, out[1][1], shape_of(out[1]))
+        return em.convert(y, out[0][1]), empty, empty, rm, rv
+    mean, var, n = _batch_stats(em, x, ct)
+    y, rstd = _batch_norm(em, x, w, b, mean, var, eps, ct)
+    m = lambda v: em.const(v, ct, mean.shape)
+    unbiased = em.binary("multiply", var, m(n / max(n - 1, 1)))
+    new_rm = em.binary("add", em.binary("multiply", m(1 - momentum), em.convert(rm, ct)), em.binary("multiply", m(momentum), mean))
+    new_rv = em.binary("add", em.binary("multiply", m(1 - momentum), em.convert(rv, ct)), em.binary("multiply", m(momentum), unbiased))
+    return (em.convert(y, out[0][1]), em.convert(mean, out[1][1]), em.convert(rstd, out[2][1]),
+            em.convert(new_rm, rm.dtype), em.convert(new_rv, rv.dtype))
+
+
+@rule(aten._native_batch_norm_legit_no_training.default)
+def _bn_no_training(em, out, x, w, b, rm, rv, momentum, eps):
+    ct = opmath(x.dtype)
+    y, _ = _batch_norm(em, x, w, b, em.convert(rm, ct), em.convert(rv, ct), eps, ct)
+    return (em.convert(y, out[0][1]), em.const(0, out[1][1], shape_of(out[1])),
+            em.const(0, out[2][1], shape_of(out[2])))
+
+
+@rule(aten._native_batch_norm_legit.no_stats)
+def _bn_no_stats(em, out, x, w, b, training, momentum, eps):
+    ct = opmath(x.dtype)
+    mean, var, _ = _batch_stats(em, x, ct)
+    y, rstd = _batch_norm(em, x, w, b, mean, var, eps, ct)
+    return em.convert(y, out[0][1]), em.convert(mean, out[1][1]), em.convert(rstd, out[2][1])
+
+
+@rule(aten.native_dropout.default)
+def _dropout(em, out, x, p, train):
+    if train and p > 0:
+        raise Unsupported("native_dropout in training (needs torch's random stream)")
+    return x, em.const(True, "i1", x.shape)
+
+
+def attention(em, q, k, v, mask, causal, scale, ct):
+    """softmax(q k^T * scale + mask) v over (..., L, E) x (..., S, E); also the logsumexp."""
+    lead = q.rank - 2
+    L, S = q.shape[-2], k.shape[-2]
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = em.convert(q, ct), em.convert(k, ct), em.convert(v, ct)
+    kt = em.transpose(k, list(range(lead)) + [lead + 1, lead])
+    s = dot(em, q, kt, lead, ct)
+    s = em.binary("multiply", s, em.const(scale, ct, s.shape))
+    if causal:
+        keep = em.compare("GE", em.iota((L, S), 0), em.iota((L, S), 1))
+        s = em.select(em.broadcast_to(keep, s.shape), s, em.const(-math.inf, ct, s.shape))
+    if mask is not None:
+        if mask.dtype == "i1":
+            s = em.select(em.broadcast_to(mask, s.shape), s, em.const(-math.inf, ct, s.shape))
+        else:
+            s = em.binary("add", s, em.broadcast_to(em.convert(mask, ct), s.shape))
+    p = softmax(em, s, s.rank - 1)
+    m = em.reduce([s], [em.const(-math.inf, ct)], [s.rank - 1], lambda e, l, r: [e.binary("maximum", l[0], r[0])])[0]
+    mb = em.broadcast_to(em.reshape(m, m.shape + (1,)), s.shape)
+    lse = em.binary("add", m, em.unary("log", em.reduce_simple(em.unary("exponential", em.binary("subtract", s, mb)), [s.rank - 1], "add", 0)))
+    return dot(em, p, v, lead, ct), lse
+
+
+@rule(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _sdpa_flash_cpu(em, out, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    if dropout_p > 0:
+        raise Unsupported("scaled_dot_product attention with dropout")
+    o, lse = attention(em, q, k, v, attn_mask, is_causal, scale, opmath(q.dtype))
+    return em.convert(o, out[0][1]), em.convert(lse, out[1][1])
+
+
+@rule(aten.scaled_dot_product_attention.default, aten._scaled_dot_product_attention_math.default)
+def _sdpa(em, out, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *args, scale=None, enable_gqa=False, **_):
+    if dropout_p > 0:
+        raise Unsupported("scaled_dot_product attention with dropout")
+    o, _ = attention(em, q, k, v, attn_mask, is_causal, scale, opmath(q.dtype))
+    first = out[0] if isinstance(out, list) else out
+    o = em.convert(o, first[1])
+    return (o, em.const(0, out[1][1], shape_of(out[1]))) if isinstance(out, list) else o
+
+
+@rule(aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
+def _sdpa_flash_cpu_backward(em, out, g, q, k, v, o, lse, dropout_p, is_causal, *, attn_mask=None, scale=None):
+    """dq, dk, dv of softmax(q k^T * scale) v, the probabilities recomputed from q and k."""
+    if dropout_p > 0:
+        raise Unsupported("scaled_dot_product attention backward with dropout")
+    ct = opmath(q.dtype)
+    lead = q.rank - 2
+    L, S = q.shape[-2], k.shape[-2]
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    g, q, k, v, o = (em.convert(t, ct) for t in (g, q, k, v, o))
+    tr = lambda t: em.transpose(t, list(range(lead)) + [lead + 1, lead])
+    s = em.binary("multiply", dot(em, q, tr(k), lead, ct), em.const(scale, ct, q.shape[:-1] + (S,)))
+    if is_causal:
+        keep = em.compare("GE", em.iota((L, S), 0), em.iota((L, S), 1))
+        s = em.select(em.broadcast_to(keep, s.shape), s, em.const(-math.inf, ct, s.shape))
+    if attn_mask is not None:
+        if attn_mask.dtype == "i1":
+            s = em.select(em.broadcast_to(attn_mask, s.shape), s, em.const(-math.inf, ct, s.shape))
+        else:
+            s = em.binary("add", s, em.broadcast_to(em.convert(attn_mask, ct), s.shape))
+    p = softmax(em, s, s.rank - 1)
+    dv = dot(em, tr(p), g, lead, ct)
+    dp = dot(em, g, tr(v), lead, ct)
+    row = em.reduce_simple(em.binary("multiply", g, o), [o.rank - 1], "add", 0)
+    row = em.broadcast_to(em.reshape(row, row.shape + (1,)), s.shape)
+    ds = em.binary("multiply", p, em.binary("subtract", dp, row))
+    ds = em.binary("multiply", ds, em.const(scale, ct, ds.shape))
+    dq = dot(em, ds, k, lead, ct)
+    dk = dot(em, tr(ds), q, lead, ct)
+    return tuple(em.convert(t, spec[1]) for t, spec in zip((dq, dk, dv), out))

@@ -1,0 +1,327 @@
+"""ATen view, layout, indexing and creation ops (results are always fresh, contiguous tensors:
+StableHLO has values, not views)."""
+from __future__ import annotations
+
+from axle.torch.registry import Unsupported, V, aten, dim, rule, shape_of, value
+
+
+@rule(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.view_copy.default,
+      aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default,
+      aten.flatten.using_ints, aten.unflatten.int)
+def _reshape(em, out, a, *_):
+    return em.reshape(a, shape_of(out))
+
+
+@rule(aten.alias.default, aten.detach.default, aten.clone.default, aten.lift_fresh_copy.default,
+      aten.contiguous.default)
+def _identity(em, out, a, *_, **__):
+    return a
+
+
+@rule(aten.permute.default)
+def _permute(em, out, a, dims):
+    return em.transpose(a, [dim(d, a.rank) for d in dims])
+
+
+@rule(aten.t.default)
+def _t(em, out, a):
+    return em.transpose(a, list(range(a.rank))[::-1])
+
+
+@rule(aten.transpose.int)
+def _transpose(em, out, a, d0, d1):
+    perm = list(range(a.rank))
+    d0, d1 = dim(d0, a.rank), dim(d1, a.rank)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return em.transpose(a, perm)
+
+
+@rule(aten.expand.default, aten.expand_copy.default)
+def _expand(em, out, a, *_, **__):
+    return em.broadcast_to(a, shape_of(out))
+
+
+@rule(aten._to_copy.default, aten.copy.default, aten.to.dtype)
+def _to_copy(em, out, a, *args, **kwargs):
+    if isinstance(a, V) and args and isinstance(args[0], V):  # copy(dst, src)
+        a = args[0]
+    return em.broadcast_to(em.convert(a, out[1]), shape_of(out))
+
+
+def _norm_slice(size, start, end, step):
+    start = 0 if start is None else start
+    end = size if end is None else end
+    start = start + size if start < 0 else start
+    end = end + size if end < 0 else end
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end, step
+
+
+@rule(aten.slice.Tensor, aten.slice_copy.Tensor)
+def _slice(em, out, a, d=0, start=None, end=None, step=1):
+    d = dim(d, a.rank)
+    s, e, st = _norm_slice(a.shape[d], start, end, step)
+    n = shape_of(out)[d]
+    lo, hi, stride = [0] * a.rank, list(a.shape), [1] * a.rank
+    lo[d], hi[d], stride[d] = s, (s + (n - 1) * st + 1) if n else s, st
+    return em.slice(a, lo, hi, stride)
+
+
+@rule(aten.select.int, aten.select_copy.int)
+def _select(em, out, a, d, index):
+    d = dim(d, a.rank)
+    index = index + a.shape[d] if index < 0 else index
+    lo, hi = [0] * a.rank, list(a.shape)
+    lo[d], hi[d] = index, index + 1
+    return em.reshape(em.slice(a, lo, hi, [1] * a.rank), shape_of(out))
+
+
+@rule(aten.slice_scatter.default)
+def _slice_scatter(em, out, a, src, d=0, start=None, end=None, step=1):
+    d = dim(d, a.rank)
+    s, _, st = _norm_slice(a.shape[d], start, end, step)
+    n = src.shape[d]
+    low, high, inner = [0] * a.rank, [0] * a.rank, [0] * a.rank
+    low[d], inner[d] = s, st - 1
+    high[d] = a.shape[d] - (s + (n - 1) * st + 1) if n else a.shape[d] - s
+    src = em.convert(src, a.dtype)
+    placed = em.pad(src, em.const(0, a.dtype), low, high, inner)
+    mask = em.pad(em.const(True, "i1", src.shape), em.const(False, "i1"), low, high, inner)
+    return em.select(mask, placed, a)
+
+
+@rule(aten.select_scatter.default)
+def _select_scatter(em, out, a, src, d, index):
+    d = dim(d, a.rank)
+    index = index + a.shape[d] if index < 0 else index
+    shape = list(a.shape)
+    shape[d] = 1
+    return _slice_scatter(em, out, a, em.reshape(src, shape), d, index, index + 1, 1)
+
+
+@rule(aten.cat.default)
+def _cat(em, out, tensors, d=0):
+    shape, dt = shape_of(out), out[1]
+    d = dim(d, len(shape))
+    parts = [em.convert(t, dt) for t in tensors if not (t.rank == 1 and t.shape[0] == 0 and len(shape) != 1)]
+    parts = [p for p in parts if p.shape[d] != 0] or parts[:1]
+    return em.concat(parts, d)
+
+
+@rule(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(em, out, a, sizes, d=0):
+    d = dim(d, a.rank)
+    outs, at = [], 0
+    for shape, _ in out:
+        lo, hi = [0] * a.rank, list(a.shape)
+        lo[d], hi[d] = at, at + shape[d]
+        outs.append(em.slice(a, lo, hi, [1] * a.rank))
+        at += shape[d]
+    return outs
+
+
+@rule(aten.flip.default)
+def _flip(em, out, a, dims):
+    ds = sorted(dim(x, a.rank) for x in dims)
+    return em.op("stablehlo.reverse", [a], a.shape, a.dtype, f"dimensions = array<i64: {', '.join(map(str, ds))}>")
+
+
+@rule(aten.constant_pad_nd.default)
+def _pad(em, out, a, pad, fill=0):
+    low, high = [0] * a.rank, [0] * a.rank
+    for i in range(len(pad) // 2):
+        d = a.rank - 1 - i
+        low[d], high[d] = pad[2 * i], pad[2 * i + 1]
+    return em.pad(a, em.const(fill, a.dtype), low, high)
+
+
+@rule(aten.full.default, aten.full_like.default, aten.new_full.default)
+def _full(em, out, *args, **_):
+    fill = args[-1] if not isinstance(args[-1], (list, tuple, V)) else args[0]
+    return em.const(fill, out[1], shape_of(out))
+
+
+@rule(aten.scalar_tensor.default)
+def _scalar_tensor(em, out, s, **_):
+    return em.const(s, out[1])
+
+
+@rule(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default, aten.empty.memory_format,
+      aten.empty_strided.default, aten.empty_like.default, aten.new_empty.default,
+      aten.new_empty_strided.default)
+def _zeros(em, out, *_, **__):
+    return em.const(0, out[1], shape_of(out))
+
+
+@rule(aten.ones.default, aten.ones_like.default, aten.new_ones.default)
+def _ones(em, out, *_, **__):
+    return em.const(1, out[1], shape_of(out))
+
+
+@rule(aten.fill.Scalar, aten.fill.Tensor)
+def _fill(em, out, a, v):
+    return value(em, v, out[1], shape_of(out))
+
+
+@rule(aten.arange.start_step, aten.arange.default, aten.arange.start)
+def _arange(em, out, *args, **_):
+    nums = [x for x in args if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    start, step = (0, 1) if len(nums) == 1 else (nums[0], nums[2] if len(nums) > 2 else 1)
+    shape, dt = shape_of(out), out[1]
+    wide = "f64" if dt in ("f16", "bf16", "f32", "f64") else "i64"
+    i = em.iota(shape, 0, wide)
+    r = em.binary("add", em.binary("multiply", i, em.const(step, wide, shape)), em.const(start, wide, shape))
+    return em.convert(r, dt)
+
+
+def _gather_indices(em, a: V, indices):
+    """torch advanced indexing a[indices] (None: a whole dimension) as stablehlo.gather."""
+    idx_dims = [i for i, t in enumerate(indices) if t is not None]
+    tensors = [indices[i] for i in idx_dims]
+    if any(t.dtype == "i1" for t in tensors):
+        raise Unsupported("index with a boolean mask (data-dependent shape)")
+    bshape = ()
+    for t in tensors:
+        bshape = _broadcast_shapes(bshape, t.shape)
+    cols = []
+    for d, t in zip(idx_dims, tensors):
+        t = em.broadcast_to(em.convert(t, "i64"), bshape)
+        size = em.const(a.shape[d], "i64", bshape)
+        t = em.select(em.compare("LT", t, em.const(0, "i64", bshape)), em.binary("add", t, size), t)
+        cols.append(em.reshape(t, bshape + (1,)))
+    start = em.concat(cols, len(bshape))
+    consecutive = idx_dims == list(range(idx_dims[0], idx_dims[-1] + 1))
+    rest = [d for d in range(a.rank) if d not in idx_dims]
+    nb = len(bshape)
+    if consecutive:
+        p = idx_dims[0]
+        offset_dims = list(range(p)) + list(range(p + nb, p + nb + len(rest) - p))
+        out_shape = [a.shape[d] for d in rest[:p]] + list(bshape) + [a.shape[d] for d in rest[p:]]
+    else:
+        offset_dims = list(range(nb, nb + len(rest)))
+        out_shape = list(bshape) + [a.shape[d] for d in rest]
+    sizes = [1 if d in idx_dims else a.shape[d] for d in range(a.rank)]
+    dn = (f"#stablehlo.gather<offset_dims = [{', '.join(map(str, offset_dims))}], "
+          f"collapsed_slice_dims = [{', '.join(map(str, idx_dims))}], "
+          f"start_index_map = [{', '.join(map(str, idx_dims))}], index_vector_dim = {nb}>")
+    return em.op("stablehlo.gather", [a, start], out_shape, a.dtype,
+                 f"dimension_numbers = {dn}, slice_sizes = array<i64: {', '.join(map(str, sizes))}>, "
+                 f"indices_are_sorted = false")
+
+
+def _broadcast_shapes(a, b):
+    a, b = tuple(a), tuple(b)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+
+
+@rule(aten.index.Tensor)
+def _index(em, out, a, indices):
+    return em.reshape(_gather_indices(em, a, list(indices)), shape_of(out))
+
+
+@rule(aten.index_select.default)
+def _index_select(em, out, a, d, index):
+    d = dim(d, a.rank)
+    return em.reshape(_gather_indices(em, a, [None] * d + [index]), shape_of(out))
+
+
+@rule(aten.embedding.default)
+def _embedding(em, out, weight, indices, *_):
+    return em.reshape(_gather_indices(em, weight, [indices]), shape_of(out))
+
+
+@rule(aten.gather.default)
+def _gather(em, out, a, d, index, sparse_grad=False):
+    d = dim(d, a.rank)
+    full = _full_index(em, index, d)
+    return _gather_points(em, a, full, index.shape)
+
+
+def _full_index(em, index: V, d: int) -> V:
+    """(*index.shape, rank) coordinates: iota along every dimension, `index` along d."""
+    shape = index.shape
+    cols = []
+    for k in range(index.rank):
+        col = em.convert(index, "i64") if k == d else em.iota(shape, k, "i64")
+        cols.append(em.reshape(col, shape + (1,)))
+    return em.concat(cols, index.rank)
+
+
+def _gather_points(em, a, coords, shape):
+    ds = ", ".join(map(str, range(a.rank)))
+    dn = (f"#stablehlo.gather<collapsed_slice_dims = [{ds}], start_index_map = [{ds}], "
+          f"index_vector_dim = {len(shape)}>")
+    return em.op("stablehlo.gather", [a, coords], shape, a.dtype,
+                 f"dimension_numbers = {dn}, slice_sizes = array<i64: {', '.join(['1'] * a.rank)}>, "
+                 f"indices_are_sorted = false")
+
+
+def _scatter_points(em, a, coords, updates, combine: str):
+    ds = ", ".join(map(str, range(a.rank)))
+    dn = (f"#stablehlo.scatter<inserted_window_dims = [{ds}], scatter_dims_to_operand_dims = [{ds}], "
+          f"index_vector_dim = {updates.rank}>")
+    region = em.scalar_region([a.dtype], lambda e, l, r: [r[0] if combine == "replace" else e.binary(combine, l[0], r[0])])
+    return em.op("stablehlo.scatter", [a, coords, updates], a.shape, a.dtype,
+                 f"scatter_dimension_numbers = {dn}, indices_are_sorted = false, unique_indices = false",
+                 region)
+
+
+@rule(aten.scatter_add.default)
+def _scatter_add(em, out, a, d, index, src):
+    d = dim(d, a.rank)
+    src = em.slice(src, [0] * src.rank, list(index.shape), [1] * src.rank) if src.shape != index.shape else src
+    return _scatter_points(em, a, _full_index(em, index, d), em.convert(src, a.dtype), "add")
+
+
+@rule(aten.scatter.src, aten.scatter.value)
+def _scatter(em, out, a, d, index, src, reduce=None):
+    if reduce is not None:
+        raise Unsupported("scatter with reduce")
+    d = dim(d, a.rank)
+    if isinstance(src, V):
+        src = em.slice(src, [0] * src.rank, list(index.shape), [1] * src.rank) if src.shape != index.shape else src
+        src = em.convert(src, a.dtype)
+    else:
+        src = em.const(src, a.dtype, index.shape)
+    return _scatter_points(em, a, _full_index(em, index, d), src, "replace")
+
+
+@rule(aten.index_put.default)
+def _index_put(em, out, a, indices, values, accumulate=False):
+    """a[indices] = values (or += when accumulate), indices on the leading dimensions."""
+    indices = list(indices)
+    if any(t is None for t in indices) or any(t.dtype == "i1" for t in indices):
+        raise Unsupported("index_put with None or boolean indices")
+    k = len(indices)
+    bshape = ()
+    for t in indices:
+        bshape = _broadcast_shapes(bshape, t.shape)
+    cols = []
+    for d, t in enumerate(indices):
+        t = em.broadcast_to(em.convert(t, "i64"), bshape)
+        size = em.const(a.shape[d], "i64", bshape)
+        t = em.select(em.compare("LT", t, em.const(0, "i64", bshape)), em.binary("add", t, size), t)
+        cols.append(em.reshape(t, bshape + (1,)))
+    start = em.concat(cols, len(bshape))
+    nb = len(bshape)
+    upd_shape = tuple(bshape) + tuple(a.shape[k:])
+    upd = em.broadcast_to(em.convert(values, a.dtype), upd_shape)
+    window = ", ".join(map(str, range(nb, nb + a.rank - k)))
+    inserted = ", ".join(map(str, range(k)))
+    dn = (f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = [{inserted}], "
+          f"scatter_dims_to_operand_dims = [{inserted}], index_vector_dim = {nb}>")
+    region = em.scalar_region([a.dtype], lambda e, l, r: [e.binary("add", l[0], r[0]) if accumulate else r[0]])
+    return em.op("stablehlo.scatter", [a, start, upd], a.shape, a.dtype,
+                 f"scatter_dimension_numbers = {dn}, indices_are_sorted = false, unique_indices = false",
+                 region)
+
+
+@rule(aten._assert_tensor_metadata.default, aten._assert_scalar.default,
+      aten.sym_constrain_range_for_size.default, aten.sym_constrain_range.default)
+def _checks(em, out, *_, **__):
+    """Shape and metadata assertions torch.export records: true for the concrete sizes the
+    program is compiled for, so they lower to nothing."""
+    return None

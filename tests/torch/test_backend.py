@@ -1,0 +1,115 @@
+"""The Dynamo backend's contract: registered by entry point, dynamic sizes compiled per shape,
+graph breaks, the eager fallback with one warning naming the op, tensors shared not copied."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from axle.torch.backend import STATS, AxleFallbackWarning
+from axle.torch.dtypes import from_numpy, to_numpy
+from models import MLP
+
+
+def test_backend_is_registered_by_entry_point():
+    assert "axle" in torch._dynamo.list_backends()
+
+
+def test_dynamic_sizes_compile_per_shape():
+    torch._dynamo.reset()
+    model = MLP().eval()
+    compiled = torch.compile(model, backend="axle", dynamic=True)
+    before = STATS["compiles"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        for n in (3, 5, 3, 9):
+            x = torch.randn(n, 32)
+            torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+    assert STATS["compiles"] - before == 3  # one axle program per distinct batch size
+
+
+def test_graph_breaks():
+    torch._dynamo.reset()
+
+    def f(x):
+        y = torch.tanh(x) * 2
+        torch._dynamo.graph_break()
+        return torch.softmax(y @ y.t(), dim=-1) + 1
+
+    x = torch.randn(4, 5)
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        got = torch.compile(f, backend="axle")(x)
+    assert STATS["axle_calls"] - before == 2  # the two graphs around the break
+    torch.testing.assert_close(got, f(x), atol=1e-5, rtol=1e-5)
+
+
+def test_unsupported_op_runs_eagerly_with_one_warning():
+    torch._dynamo.reset()
+
+    def f(x):
+        return torch.cumsum(torch.sin(x), dim=1) * 3
+
+    x = torch.randn(3, 6)
+    compiled = torch.compile(f, backend="axle")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [compiled(x) for _ in range(3)]
+    ours = [w for w in caught if issubclass(w.category, AxleFallbackWarning)]
+    assert len(ours) == 1, [str(w.message) for w in ours]
+    assert "aten::cumsum" in str(ours[0].message)
+    for g in got:
+        torch.testing.assert_close(g, f(x))
+
+
+def test_training_graph_with_unsupported_op_falls_back():
+    torch._dynamo.reset()
+    w = torch.randn(6, 6, requires_grad=True)
+
+    def f(x):
+        return torch.cumsum(x @ w, dim=0).sum()
+
+    x = torch.randn(4, 6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.compile(f, backend="axle")(x).backward()
+    assert any("aten::cumsum" in str(c.message) for c in caught)
+    g = w.grad.clone()
+    w.grad = None
+    f(x).backward()
+    torch.testing.assert_close(g, w.grad)
+
+
+def test_tensors_cross_without_copies():
+    t = torch.randn(4, 5)
+    a = to_numpy(t)
+    assert a.ctypes.data == t.data_ptr()
+    b = torch.randn(3, 2).to(torch.bfloat16)
+    assert to_numpy(b).ctypes.data == b.data_ptr()
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert from_numpy(arr).data_ptr() == arr.ctypes.data
+    assert from_numpy(np.array(2.0, np.float32)).shape == ()
+
+
+def test_unsupported_dtype_is_a_clear_error():
+    from axle.torch.dtypes import UnsupportedDtype
+    with pytest.raises(UnsupportedDtype, match="complex64"):
+        to_numpy(torch.zeros(2, dtype=torch.complex64))
+
+
+def test_dynamic_sizes_in_training():
+    torch._dynamo.reset()
+    model = MLP()
+    compiled = torch.compile(model, backend="axle", dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        for n in (3, 6):
+            x = torch.randn(n, 32)
+            model.zero_grad()
+            compiled(x).square().sum().backward()
+            got = [p.grad.clone() for p in model.parameters()]
+            model.zero_grad()
+            model(x).square().sum().backward()
+            for g, p in zip(got, model.parameters()):
+                torch.testing.assert_close(g, p.grad, atol=1e-4, rtol=1e-4)

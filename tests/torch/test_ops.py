@@ -1,0 +1,228 @@
+"""The lowering table op by op against eager PyTorch, for the dtypes PyTorch uses on the CPU
+(tolerances in op_harness.TOL; integers and bools exact). Each group of ops sharing their
+inputs is one compiled graph per dtype; each op's result is compared separately."""
+import pytest
+import torch
+
+from op_harness import check, rand, run_both
+
+aten = torch.ops.aten
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+POSITIVE_UNARY = {
+    "exp": aten.exp.default, "expm1": aten.expm1.default, "log": aten.log.default,
+    "log1p": aten.log1p.default, "log2": aten.log2.default, "sqrt": aten.sqrt.default,
+    "rsqrt": aten.rsqrt.default, "reciprocal": aten.reciprocal.default,
+}
+SIGNED_UNARY = {
+    "sin": aten.sin.default, "cos": aten.cos.default, "tanh": aten.tanh.default,
+    "sigmoid": aten.sigmoid.default, "abs": aten.abs.default, "neg": aten.neg.default,
+    "floor": aten.floor.default, "ceil": aten.ceil.default, "round": aten.round.default,
+    "trunc": aten.trunc.default, "erf": aten.erf.default, "relu": aten.relu.default,
+    "gelu": aten.gelu.default, "gelu_tanh": lambda x: aten.gelu.default(x, approximate="tanh"),
+    "silu": aten.silu.default, "sign": aten.sign.default, "atan": aten.atan.default,
+    "isnan": aten.isnan.default, "clamp": lambda x: aten.clamp.default(x, -1.0, 0.5),
+    "leaky_relu": aten.leaky_relu.default, "hardtanh": aten.hardtanh.default,
+    "to_int": lambda x: aten._to_copy.default(x, dtype=torch.int32),
+    "to_bool": lambda x: aten._to_copy.default(x, dtype=torch.bool),
+    "gelu_backward": lambda x: aten.gelu_backward.default(x * 0 + 0.7, x),
+}
+BINARY = {
+    "add": aten.add.Tensor, "add_alpha": lambda a, b: aten.add.Tensor(a, b, alpha=2),
+    "sub": aten.sub.Tensor, "mul": aten.mul.Tensor, "div": aten.div.Tensor,
+    "div_floor": lambda a, b: aten.div.Tensor_mode(a, b, rounding_mode="floor"),
+    "div_trunc": lambda a, b: aten.div.Tensor_mode(a, b, rounding_mode="trunc"),
+    "maximum": aten.maximum.default, "minimum": aten.minimum.default,
+    "remainder": aten.remainder.Tensor, "eq": aten.eq.Tensor, "ne": aten.ne.Tensor,
+    "lt": aten.lt.Tensor, "le": aten.le.Tensor, "gt": aten.gt.Tensor, "ge": aten.ge.Tensor,
+    "where": lambda a, b: aten.where.self(aten.gt.Tensor(a, b), a, b),
+    "add_scalar": lambda a, b: aten.add.Tensor(a, 3), "mul_scalar": lambda a, b: aten.mul.Tensor(a, 2),
+    "broadcast_add": lambda a, b: aten.add.Tensor(a, aten.select.int(b, 0, 1)),
+}
+FLOAT_BINARY = {
+    "pow": lambda a, b: aten.pow.Tensor_Tensor(aten.abs.default(a), b),
+    "pow_scalar": lambda a, b: aten.pow.Tensor_Scalar(a, 2), "atan2": aten.atan2.default,
+    "fmod": aten.fmod.Tensor, "mul_float_scalar": lambda a, b: aten.mul.Tensor(a, 0.3),
+}
+INT_ONLY = {
+    "bitwise_and": aten.bitwise_and.Tensor, "bitwise_or": aten.bitwise_or.Tensor,
+    "bitwise_xor": aten.bitwise_xor.Tensor, "bitwise_not": lambda a, b: aten.bitwise_not.default(a),
+    "true_div": aten.div.Tensor, "to_float": lambda a, b: aten._to_copy.default(a, dtype=torch.float32),
+}
+
+
+def _nonzero(t):
+    return torch.where(t == 0, torch.ones_like(t), t)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_float_unary(dtype):
+    check(run_both(POSITIVE_UNARY, [rand((5, 7), dtype, 0.1, 4.0)]), dtype)
+    check(run_both(SIGNED_UNARY, [rand((5, 7), dtype)]), dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_float_binary(dtype):
+    a, b = rand((4, 6), dtype, seed=1), _nonzero(rand((4, 6), dtype, seed=2))
+    check(run_both({**BINARY, **FLOAT_BINARY}, [a, b]), dtype)
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_int_ops(dtype):
+    lo = 0 if dtype == torch.uint8 else -9
+    a, b = rand((4, 6), dtype, lo, 9, seed=1), _nonzero(rand((4, 6), dtype, lo, 9, seed=2))
+    ops = {**BINARY, **INT_ONLY}
+    if dtype == torch.uint8:
+        ops = {k: v for k, v in ops.items() if k not in ("div_floor", "div_trunc", "remainder")}
+    ops.update({"neg": lambda a, b: aten.neg.default(a), "abs": lambda a, b: aten.abs.default(a),
+                "sum": lambda a, b: aten.sum.dim_IntList(a, [1]), "amax": lambda a, b: aten.amax.default(a, [0]),
+                "argmax": lambda a, b: aten.argmax.default(a, 1)})
+    check(run_both(ops, [a, b]), dtype)
+
+
+def test_bool_ops():
+    a, b = rand((4, 6), torch.bool, seed=1), rand((4, 6), torch.bool, seed=2)
+    ops = {"and": aten.logical_and.default, "or": aten.logical_or.default, "xor": aten.logical_xor.default,
+           "not": lambda a, b: aten.logical_not.default(a), "bitwise_and": aten.bitwise_and.Tensor,
+           "eq": aten.eq.Tensor, "where": lambda a, b: aten.where.self(a, b, aten.logical_not.default(b)),
+           "sum": lambda a, b: aten.sum.dim_IntList(a, [1]), "any": lambda a, b: aten.any.dim(a, 1),
+           "all": lambda a, b: aten.all.dim(a, 0), "to_float": lambda a, b: aten._to_copy.default(a, dtype=torch.float16),
+           "add": aten.add.Tensor, "mul_int": lambda a, b: aten.mul.Tensor(a, 3)}
+    check(run_both(ops, [a, b]))
+
+
+REDUCE = {
+    "sum": lambda x: aten.sum.dim_IntList(x, [1]), "sum_keep": lambda x: aten.sum.dim_IntList(x, [0, 2], True),
+    "sum_all": aten.sum.default, "mean": lambda x: aten.mean.dim(x, [-1]),
+    "amax": lambda x: aten.amax.default(x, [1]), "amin": lambda x: aten.amin.default(x, [0, 2]),
+    "max_dim": lambda x: aten.max.dim(x, 1), "min_dim": lambda x: aten.min.dim(x, 2, True),
+    "argmax": lambda x: aten.argmax.default(x, 2), "argmin": lambda x: aten.argmin.default(x),
+    "var": lambda x: aten.var.correction(x, [1], correction=1), "var_mean": lambda x: aten.var_mean.correction(x, [2], correction=0),
+    "prod": lambda x: aten.prod.dim_int(x, 1), "softmax": lambda x: aten._softmax.default(x, 2, False),
+    "log_softmax": lambda x: aten._log_softmax.default(x, 1, False),
+    "softmax_backward": lambda x: aten._softmax_backward_data.default(x, aten._softmax.default(x, 2, False), 2, x.dtype),
+    "log_softmax_backward": lambda x: aten._log_softmax_backward_data.default(x, aten._log_softmax.default(x, 2, False), 2, x.dtype),
+    "layer_norm": lambda x: aten.native_layer_norm.default(x, [6], x[0, 0], x[1, 1], 1e-5),
+    "any": lambda x: aten.any.dim(aten.gt.Scalar(x, 2.5), 1),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_reductions(dtype):
+    check(run_both(REDUCE, [rand((3, 5, 6), dtype)]), dtype)
+
+
+SHAPE = {
+    "view": lambda x, i: aten.view.default(x, [6, 12]), "permute": lambda x, i: aten.permute.default(x, [2, 0, 1]),
+    "transpose": lambda x, i: aten.transpose.int(x, 0, 2), "expand": lambda x, i: aten.expand.default(x[:, :1], [3, 4, 6]),
+    "slice": lambda x, i: aten.slice.Tensor(x, 2, 1, -1, 2), "select": lambda x, i: aten.select.int(x, 1, -1),
+    "cat": lambda x, i: aten.cat.default([x, x[:, :2]], 1), "flip": lambda x, i: aten.flip.default(x, [0, 2]),
+    "pad": lambda x, i: aten.constant_pad_nd.default(x, [1, 2, 0, 1], 0.5),
+    "pad_negative": lambda x, i: aten.constant_pad_nd.default(x, [-1, 1]),
+    "unsqueeze": lambda x, i: aten.unsqueeze.default(x, 1), "squeeze": lambda x, i: aten.squeeze.dim(x[:1], 0),
+    "index": lambda x, i: aten.index.Tensor(x, [None, i % 4]), "index2": lambda x, i: aten.index.Tensor(x, [i % 3, None, i]),
+    "index_select": lambda x, i: aten.index_select.default(x, 2, i % 6), "embedding": lambda x, i: aten.embedding.default(x[0], i % 4),
+    "gather": lambda x, i: aten.gather.default(x, 2, aten.expand.default((i[:5] % 6).view(1, 1, 5), [3, 4, 5])),
+    "scatter_add": lambda x, i: aten.scatter_add.default(x, 2, aten.expand.default(i[:2].view(1, 1, 2), [3, 4, 2]), x[:, :, :2]),
+    "index_put": lambda x, i: aten.index_put.default(x, [i % 3], x[0, 0], True),
+    "slice_scatter": lambda x, i: aten.slice_scatter.default(x, x[:, :, ::2] * 2, 2, 0, 6, 2),
+    "select_scatter": lambda x, i: aten.select_scatter.default(x, x[:, 0] + 1, 1, 2),
+    "split": lambda x, i: aten.split_with_sizes.default(x, [1, 3], 1),
+    "full": lambda x, i: aten.full.default([2, 3], 1.5, dtype=x.dtype),
+    "arange": lambda x, i: aten.arange.start_step(1, 10, 2, dtype=torch.int64),
+    "clone": lambda x, i: aten.clone.default(x), "copy": lambda x, i: aten.copy.default(x, x[0]),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.bool], ids=str)
+def test_shape_and_indexing(dtype):
+    ops = dict(SHAPE)
+    if dtype == torch.bool:
+        ops = {k: v for k, v in ops.items() if k not in ("scatter_add", "index_put", "slice_scatter", "select_scatter", "pad")}
+    idx = torch.tensor([3, 0, -1, 5, 2, 1])
+    check(run_both(ops, [rand((3, 4, 6), dtype), idx]), dtype)
+
+
+NN_FLOATS = [torch.float32, torch.float64, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_matmul_and_convolution(dtype):
+    x, w, b = rand((2, 4, 9, 8), dtype, seed=1), rand((6, 4, 3, 3), dtype, seed=2), rand((6,), dtype, seed=3)
+    wg = rand((6, 2, 3, 3), dtype, seed=4)
+    ops = {
+        "mm": lambda x, w, b, wg: aten.mm.default(x[0, 0], x[0, 1].t()),
+        "bmm": lambda x, w, b, wg: aten.bmm.default(x[0], x[1].transpose(1, 2)),
+        "addmm": lambda x, w, b, wg: aten.addmm.default(x[0, 0, 0], x[0, 0], x[0, 1, :8, :8], beta=0.5, alpha=2),
+        "conv": lambda x, w, b, wg: aten.convolution.default(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+        "conv_strided": lambda x, w, b, wg: aten.convolution.default(x, w, None, [2, 2], [0, 1], [1, 2], False, [0, 0], 1),
+        "conv_groups": lambda x, w, b, wg: aten.convolution.default(x, wg, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 2),
+        "conv_transposed": lambda x, w, b, wg: aten.convolution.default(x, w.transpose(0, 1)[:, :4], None, [2, 2], [1, 1], [1, 1], True, [1, 0], 1),
+    }
+    check(run_both(ops, [x, w, b, wg]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_convolution_backward(dtype):
+    x, w = rand((2, 4, 9, 8), dtype, seed=1), rand((6, 4, 3, 3), dtype, seed=2)
+    wg = rand((6, 2, 3, 3), dtype, seed=4)
+
+    def bwd(stride, pad, dil, groups=1, mask=(True, True, True)):
+        ww = wg if groups > 1 else w
+
+        def f(x, w_, wg_, g):
+            weight = wg_ if groups > 1 else w_
+            y = aten.convolution.default(x, weight, None, stride, pad, dil, False, [0, 0], groups)
+            gg = g[..., :y.shape[2], :y.shape[3]][:, :y.shape[1]]
+            return aten.convolution_backward.default(gg, x, weight, [6], stride, pad, dil, False, [0, 0], groups, list(mask))
+        del ww
+        return f
+
+    g = rand((2, 6, 9, 8), dtype, seed=5)
+    ops = {"plain": bwd([1, 1], [1, 1], [1, 1]), "strided": bwd([2, 2], [1, 0], [1, 1]),
+           "dilated": bwd([1, 2], [2, 1], [2, 1]), "groups": bwd([1, 1], [1, 1], [1, 1], 2), "no_bias": bwd([1, 1], [0, 0], [1, 1], 1, (True, True, False))}
+    check(run_both(ops, [x, w, wg, g]), dtype)
+
+
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_pooling_and_normalization(dtype):
+    x = rand((2, 3, 9, 8), dtype)
+    w, b = rand((3,), dtype, 0.5, 1.5, seed=1), rand((3,), dtype, seed=2)
+    rm, rv = rand((3,), dtype, seed=3), rand((3,), dtype, 0.5, 2, seed=4)
+
+    def pool_bwd(x, w, b, rm, rv):
+        v, i = aten.max_pool2d_with_indices.default(x, [3, 3], [2, 2], [1, 1])
+        return aten.max_pool2d_with_indices_backward.default(v * 0 + 1.5, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)
+
+    ops = {
+        "max_pool": lambda x, *_: aten.max_pool2d_with_indices.default(x, [3, 3], [2, 2], [1, 1]),
+        "max_pool_ceil": lambda x, *_: aten.max_pool2d_with_indices.default(x, [2, 2], [2, 2], [0, 0], [1, 1], True),
+        "max_pool_backward": pool_bwd,
+        "avg_pool": lambda x, *_: aten.avg_pool2d.default(x, [3, 3], [2, 2], [1, 1]),
+        "avg_pool_exclude_pad": lambda x, *_: aten.avg_pool2d.default(x, [3, 3], [2, 2], [1, 1], True, False),
+        "adaptive_avg": lambda x, *_: aten._adaptive_avg_pool2d.default(x[..., :8], [3, 2]) if False else aten._adaptive_avg_pool2d.default(x[..., :6, :], [3, 4]),
+        "bn_train": lambda x, w, b, rm, rv: aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-5),
+        "bn_eval": lambda x, w, b, rm, rv: aten._native_batch_norm_legit_no_training.default(x, w, b, rm, rv, 0.1, 1e-5),
+        "bn_no_stats": lambda x, w, b, rm, rv: aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
+        "layer_norm": lambda x, w, b, *_: aten.native_layer_norm.default(x, [9, 8], None, None, 1e-5),
+        "dropout_eval": lambda x, *_: aten.native_dropout.default(x, 0.5, False),
+    }
+    check(run_both(ops, [x, w, b, rm, rv]), dtype)
+
+
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_attention(dtype):
+    q, k, v = (rand((2, 3, 5, 4), dtype, -1, 1, seed=s) for s in (1, 2, 3))
+    mask = rand((5, 5), dtype, -1, 0, seed=4)
+
+    def backward(q, k, v, mask):
+        o, lse = aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+        return aten._scaled_dot_product_flash_attention_for_cpu_backward.default(o * 0 + 0.3, q, k, v, o, lse, 0.0, True)
+
+    ops = {
+        "flash_causal": lambda q, k, v, m: aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True),
+        "flash_mask": lambda q, k, v, m: aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False, attn_mask=m, scale=0.7),
+        "flash_backward": backward,
+    }
+    check(run_both(ops, [q, k, v, mask]), dtype)
