@@ -7,8 +7,7 @@ import jax.scipy.linalg  # noqa: F401
 import numpy as np
 from jax import lax
 
-from registry import (MISSING_APPROX_TOPK, MISSING_CONST_OPERAND, MISSING_LAPACK, MISSING_SHAPE_ASSERTION,
-                      MISSING_SHARDY, bf16, f16, f32, family, i32, program, u8, Arg)
+from registry import bf16, f16, f32, family, i32, program, u8, Arg
 
 family("models")
 

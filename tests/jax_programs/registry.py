@@ -4,7 +4,7 @@ few that axle cannot run yet) the missing feature, named.
 `@program(name, *args)` registers a function; `args` are argument specs made by `f32(...)`,
 `i32(...)`, ... (random values of that shape, drawn from a seed). `core=True` puts a
 program in the representative part that `make test` runs; `xfail=` names what is missing
-(one of the MISSING_* reasons below) so that the test expects the failure and turns red
+(a reason string) so that the test expects the failure and turns red
 as soon as the feature lands (strict xfail), and the mark can be removed.
 """
 from __future__ import annotations
@@ -13,13 +13,6 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
-
-# features other work in progress adds (issue 13); the programs that need them are marked
-MISSING_LAPACK = "LAPACK custom calls (lapack_*_ffi) are not supported by the CPU backend yet"
-MISSING_CONST_OPERAND = "a constant operand of a GEMM / convolution library kernel (InternalCompilerError)"
-MISSING_SHARDY = "the Shardy dialect (sdy.mesh / #sdy.sharding) is not parsed yet"
-MISSING_APPROX_TOPK = "the ApproxTopK custom call is not supported yet"
-MISSING_SHAPE_ASSERTION = "the shape_assertion custom call is not supported yet"
 
 
 @dataclass
