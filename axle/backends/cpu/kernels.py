@@ -258,6 +258,35 @@ def complex_at(em, op: Operation, idx):
     return make(em.b, t, em.value_at(op.operands[0], idx), em.value_at(op.operands[1], idx))
 
 
+class DotDims:
+    """dot_general's dimension numbers as lists: batch (lb, rb), contracting (lc, rc) and
+    free (lfree, rfree) dimensions of each operand. Result index = batch, lhs free, rhs free."""
+
+    def __init__(self, op: Operation):
+        dn = op.attr("dot_dimension_numbers")
+        lrank, rrank = _ty(op.operands[0]).rank, _ty(op.operands[1]).rank
+        self.lb, self.rb = list(dn["lhs_batching_dimensions"]), list(dn["rhs_batching_dimensions"])
+        self.lc, self.rc = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
+        self.lfree = [d for d in range(lrank) if d not in self.lb and d not in self.lc]
+        self.rfree = [d for d in range(rrank) if d not in self.rb and d not in self.rc]
+        self.lrank, self.rrank = lrank, rrank
+
+    def split_result_index(self, oidx):
+        """(batch, lhs free, rhs free) parts of a result index."""
+        nb, nl = len(self.lb), len(self.lfree)
+        return oidx[:nb], oidx[nb:nb + nl], oidx[nb + nl:]
+
+    def operand_indices(self, bidx, li, ri, cidx):
+        """The lhs and rhs indices that one product term of result (bidx, li, ri) reads at
+        contracting index cidx."""
+        lfull, rfull = [None] * self.lrank, [None] * self.rrank
+        for dims, idx, full in ((self.lb, bidx, lfull), (self.rb, bidx, rfull), (self.lfree, li, lfull),
+                                (self.rfree, ri, rfull), (self.lc, cidx, lfull), (self.rc, cidx, rfull)):
+            for d, i in zip(dims, idx):
+                full[d] = i
+        return lfull, rfull
+
+
 @kernel("stablehlo.dot_general", memory_operands=True, check=_check_dot)
 def emit_dot(ctx: Context, op: Operation) -> None:
     from axle.backends.cpu import blas
@@ -273,33 +302,24 @@ def emit_dot(ctx: Context, op: Operation) -> None:
     em, b = ctx.em, ctx.b
     lhs, rhs = op.operands
     lt, rt_, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
-    dn = op.attr("dot_dimension_numbers")
-    lb, rb = dn["lhs_batching_dimensions"], dn["rhs_batching_dimensions"]
-    lc, rc = dn["lhs_contracting_dimensions"], dn["rhs_contracting_dimensions"]
-    lfree = [d for d in range(lt.rank) if d not in lb and d not in lc]
-    rfree = [d for d in range(rt_.rank) if d not in rb and d not in rc]
+    dims = DotDims(op)
     oet = ot.element_type
     acc_et = accumulator_type(oet)
     add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
     dst = ctx.buffer(op.results[0])
 
     def body(oidx):
-        nb = len(lb)
-        bidx, li, ri = oidx[:nb], oidx[nb:nb + len(lfree)], oidx[nb + len(lfree):]
+        bidx, li, ri = dims.split_result_index(oidx)
         acc = em.alloca(S.reg_type(acc_et))
         b.store(S.constant(acc_et, 0), acc)
 
         def inner(cidx):
-            lfull, rfull = [None] * lt.rank, [None] * rt_.rank
-            for dims, idx, full in ((lb, bidx, lfull), (rb, bidx, rfull), (lfree, li, lfull),
-                                    (rfree, ri, rfull), (lc, cidx, lfull), (rc, cidx, rfull)):
-                for d, i in zip(dims, idx):
-                    full[d] = i
+            lfull, rfull = dims.operand_indices(bidx, li, ri, cidx)
             x = convert(em, lt.element_type, acc_et, em.value_at(lhs, lfull))
             y = convert(em, rt_.element_type, acc_et, em.value_at(rhs, rfull))
             b.store(add(em, acc_et, [b.load(acc), mul(em, acc_et, [x, y], op)], op), acc)
 
-        em.loop_nest([lt.shape[d] for d in lc], inner)
+        em.loop_nest([lt.shape[d] for d in dims.lc], inner)
         out = S.finish(b, convert(em, acc_et, oet, b.load(acc)), oet)
         S.store(b, out, em.element_ptr(dst, oet, em.linear(oidx, ot.shape)), oet)
 

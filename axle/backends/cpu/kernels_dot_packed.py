@@ -66,11 +66,9 @@ def packed_plan(op: Operation):
     from axle.backends.cpu import blas
     lhs, rhs = op.operands
     lt, rt = _ty(lhs), _ty(rhs)
-    dn = op.attr("dot_dimension_numbers")
-    lb, rb = list(dn["lhs_batching_dimensions"]), list(dn["rhs_batching_dimensions"])
-    lc, rc = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
-    lfree = [d for d in range(lt.rank) if d not in lb and d not in lc]
-    rfree = [d for d in range(rt.rank) if d not in rb and d not in rc]
+    from axle.backends.cpu.kernels import DotDims
+    dims = DotDims(op)
+    lb, rb, lc, rc, lfree, rfree = dims.lb, dims.rb, dims.lc, dims.rc, dims.lfree, dims.rfree
     batch = _prod(lt.shape[d] for d in lb)
     m = _prod(lt.shape[d] for d in lfree)
     n = _prod(rt.shape[d] for d in rfree)

@@ -297,18 +297,14 @@ class Builder:
     def dot(self, op: Operation, k: int) -> None:
         """dot_general: one thread per output element, summing over the contracting
         dimensions in index order in the accumulator type (as the CPU's generated dots)."""
-        from axle.backends.cpu.kernels import _check_dot, accumulator_type
+        from axle.backends.cpu.kernels import DotDims, _check_dot, accumulator_type
         from axle.backends.cpu.scalar_ops import RULES, convert
         _check_dot(op)
         name = f"k{k}_dot_general"
         fn, b, em = self._function(name)
         lhs, rhs = op.operands
         lt, rt_, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
-        dn = op.attr("dot_dimension_numbers")
-        lb, rb = dn["lhs_batching_dimensions"], dn["rhs_batching_dimensions"]
-        lc, rc = dn["lhs_contracting_dimensions"], dn["rhs_contracting_dimensions"]
-        lfree = [d for d in range(lt.rank) if d not in lb and d not in lc]
-        rfree = [d for d in range(rt_.rank) if d not in rb and d not in rc]
+        dims = DotDims(op)
         oet = ot.element_type
         acc_et = accumulator_type(oet)
         add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
@@ -316,27 +312,22 @@ class Builder:
 
         def body(i):
             oidx = em.delinear(i, list(ot.shape)) if ot.rank else []
-            nb = len(lb)
-            bidx, li, ri = oidx[:nb], oidx[nb:nb + len(lfree)], oidx[nb + len(lfree):]
+            bidx, li, ri = dims.split_result_index(oidx)
             acc = em.alloca(S.reg_type(acc_et))
             em.b.store(S.constant(acc_et, 0), acc)
 
             def inner(cidx):
-                lfull, rfull = [None] * lt.rank, [None] * rt_.rank
-                for dims, idx, full in ((lb, bidx, lfull), (rb, bidx, rfull), (lfree, li, lfull),
-                                        (rfree, ri, rfull), (lc, cidx, lfull), (rc, cidx, rfull)):
-                    for d, j in zip(dims, idx):
-                        full[d] = j
+                lfull, rfull = dims.operand_indices(bidx, li, ri, cidx)
                 x = convert(em, lt.element_type, acc_et, em.value_at(lhs, lfull))
                 y = convert(em, rt_.element_type, acc_et, em.value_at(rhs, rfull))
                 em.b.store(add(em, acc_et, [em.b.load(acc), mul(em, acc_et, [x, y], op)], op), acc)
-            em.loop_nest([lt.shape[d] for d in lc], inner)
+            em.loop_nest([lt.shape[d] for d in dims.lc], inner)
             out = S.finish(em.b, convert(em, acc_et, oet, em.b.load(acc)), oet)
             S.store(em.b, out, em.element_ptr(dst, oet, i), oet)
         self._grid_loop(b, _size(ot), body)
         em.b.ret_void()
         work = 1
-        for d in lc:
+        for d in dims.lc:
             work *= lt.shape[d]
         self.specs.append(KernelSpec(name, op.name, op.where(), "dot", _size(ot), work))
 
