@@ -124,16 +124,18 @@ def _less(em, region: Region, lhs: list, rhs: list):
     return r
 
 
-def _merge_sort(ctx, op: Operation, dim: int) -> None:
-    from axle.backends.cpu.parallel import max_threads, split_ranges
-    em = ctx.em
-    c64 = em.const_i64
-    region = op.regions[0]
-    ets = [_ty(r).element_type for r in op.results]
+def _start(ctx, op: Operation, dim: int):
+    """What both sorts begin with: the operands copied into the results (sorted in place
+    there), the comparator region, the element types and the slices along `dim`."""
     for v, r in zip(op.operands, op.results):
         ctx.copy(v, ctx.buffer(r))
-    sl = _Slices(ctx, op, dim)
-    n = sl.n
+    return ctx.em, op.regions[0], [_ty(r).element_type for r in op.results], _Slices(ctx, op, dim)
+
+
+def _merge_sort(ctx, op: Operation, dim: int) -> None:
+    from axle.backends.cpu.parallel import max_threads, split_ranges
+    em, region, ets, sl = _start(ctx, op, dim)
+    c64, n = em.const_i64, sl.n
     sizes = [-(-n * np.dtype(et.dtype).itemsize // 64) * 64 for et in ets]
     slot_bytes = 2 * sum(sizes)
     slots = max_threads() if sl.count > 1 else 1
@@ -222,14 +224,8 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
 
 def _partial(ctx, op: Operation, dim: int, k: int) -> None:
     from axle.backends.cpu.parallel import split_ranges
-    em = ctx.em
-    c64 = em.const_i64
-    region = op.regions[0]
-    ets = [_ty(r).element_type for r in op.results]
-    for v, r in zip(op.operands, op.results):
-        ctx.copy(v, ctx.buffer(r))
-    sl = _Slices(ctx, op, dim)
-    n = sl.n
+    em, region, ets, sl = _start(ctx, op, dim)
+    c64, n = em.const_i64, sl.n
     cost = 2 + sum(1 for _ in region.blocks[0].operations)
 
     def slices(lo, hi):
