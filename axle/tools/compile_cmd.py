@@ -264,13 +264,18 @@ def main(argv: Optional[list] = None) -> int:
         if code is None:
             raise
         return code
-    if a.output:
-        with open(a.output, "w", encoding="utf-8") as fh:
-            fh.write(out)
-        print(f"wrote {a.output} ({a.emit}, {len(out)} bytes; {len(b.program.kernels)} kernels, "
-              f"passes {b.pipeline_seconds * 1e3:.0f} ms, codegen {b.codegen_seconds * 1e3:.0f} ms)")
+    return write_output(a.output, out, f"{a.emit}, {len(out)} bytes; {len(b.program.kernels)} kernels, "
+                        f"passes {b.pipeline_seconds * 1e3:.0f} ms, codegen {b.codegen_seconds * 1e3:.0f} ms")
+
+
+def write_output(path, text: str, summary: str) -> int:
+    """Write what `axle compile` emitted to `path` (saying so, with `summary`), or to stdout."""
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {path} ({summary})")
     else:
-        sys.stdout.write(out)
+        sys.stdout.write(text)
     return 0
 
 

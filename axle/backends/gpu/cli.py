@@ -35,10 +35,5 @@ def emit_main(a) -> int:
         if code is None:
             raise
         return code
-    if a.output:
-        with open(a.output, "w", encoding="utf-8") as fh:
-            fh.write(out)
-        print(f"wrote {a.output} ({emit}, {len(out)} bytes; {len(prog.kernels)} kernels)")
-    else:
-        sys.stdout.write(out)
-    return 0
+    from axle.tools.compile_cmd import write_output
+    return write_output(a.output, out, f"{emit}, {len(out)} bytes; {len(prog.kernels)} kernels")
