@@ -30,10 +30,7 @@ __all__ = ["ResourceLimitError", "check_constant", "check_buffer", "tensor_bytes
            "compile_budget", "check_compile_time"]
 
 
-class ResourceLimitError(Exception):
-    """A program needs more than a resource limit allows. The message names the limit and
-    the flag that sets it; to go on, raise it, e.g.
-    `AXLE_FLAGS="--max_buffer_bytes=20000000000"`, or make the program smaller."""
+from axle.errors import ResourceLimitError  # noqa: E402
 
 
 def _flag(name: str):

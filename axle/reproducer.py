@@ -29,16 +29,7 @@ from typing import Optional
 from axle.passes.pass_manager import FixedPoint, PassError, PassManager
 
 
-class InternalCompilerError(RuntimeError):
-    """axle failed while compiling a valid module (a bug in axle). `directory` holds the
-    module (`module.mlir`), a reproducer (`repro.py`) and the traceback (`error.txt`)."""
-
-    def __init__(self, message: str, directory: Optional[str] = None, stage: str = "codegen",
-                 pass_name: Optional[str] = None):
-        super().__init__(message)
-        self.directory = directory
-        self.stage = stage
-        self.pass_name = pass_name
+from axle.errors import InternalCompilerError  # noqa: E402
 
 
 class PassCrash(InternalCompilerError, PassError):
@@ -47,11 +38,9 @@ class PassCrash(InternalCompilerError, PassError):
 
 def user_error_types() -> tuple:
     """Exceptions that report a problem with the input, not with axle."""
-    from axle.backends.cpu.scalar import Unsupported
-    from axle.interpreter.evaluator import ArgumentError
+    from axle.errors import ArgumentError, ResourceLimitError, Unsupported
     from axle.ir.text.cursor import ParseError
     from axle.ir.verifier import VerificationError
-    from axle.limits import ResourceLimitError
     return (ParseError, VerificationError, Unsupported, ArgumentError, ResourceLimitError)
 
 

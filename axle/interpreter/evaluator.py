@@ -26,8 +26,7 @@ def register_custom_call(target: str, fn: Callable[[OpCall], Any]) -> None:
     _CUSTOM_CALLS[target] = fn
 
 
-class ArgumentError(TypeError):
-    """An argument given to a program has the wrong count, shape or dtype."""
+from axle.errors import ArgumentError  # noqa: E402
 
 
 def _fmt_type(t: Type) -> str:

@@ -611,7 +611,7 @@ def prepare_for_cpu(module: Module) -> Module:
     p = LowerQuant()
     p.run(module)
     if p.refused:
-        from axle.backends.cpu.scalar import Unsupported
+        from axle.errors import Unsupported
         op, why = p.refused[0]
         raise Unsupported(f"quantized {op.where()} is not supported by the cpu backend: {why}")
     left = quantized_ops(module, first_only=True)

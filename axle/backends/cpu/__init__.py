@@ -31,8 +31,8 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
             guard_codegen(module, entry, options, passes_done=lambda: ran[0]):  # ... and one in codegen
         if options.get("profile"):  # native per-kernel timing (profiling.py)
             from axle.backends.cpu.profiling import ProfiledExecutable
-            return ProfiledExecutable(module, entry, pipeline, **options)
-        return CpuExecutable(module, entry, pipeline, **options)
+            return ProfiledExecutable(module, entry, pipeline, dump_to=dump_to, **options)
+        return CpuExecutable(module, entry, pipeline, dump_to=dump_to, **options)
 
 
 __all__ = ["compile", "Unsupported"]

@@ -28,6 +28,7 @@ import ctypes
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 from typing import Callable, Optional
@@ -180,12 +181,30 @@ def _own_donated(args: list, alias: list, donate) -> list:
     return args
 
 
+def dump_llvm(program: Program, entry: str, dump_to: Optional[str] = None) -> Optional[str]:
+    """Write the program's LLVM IR (before LLVM's optimizer) as NNN.<entry>.cpu.ll into the
+    dump folder (`dump_to`, else AXLE_FLAGS' --dump_to), numbered in compile order; returns
+    the path written, or None when no folder is set. axle.tools.replay compares these."""
+    from axle.flags import flag
+    folder = dump_to or flag("dump_to")
+    if not folder:
+        return None
+    os.makedirs(folder, exist_ok=True)
+    n = sum(1 for f in os.listdir(folder) if f.endswith(".cpu.ll"))
+    path = os.path.join(folder, f"{n:03d}.{entry}.cpu.ll")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(program.llvm_ir)
+    return path
+
+
 class CpuExecutable:
     """A compiled entry function. `pipeline`, when given, is run on the module (once, and
     only when a program must actually be compiled, not on a cache hit)."""
 
-    def __init__(self, module: Module, entry: str = "main", pipeline: Optional[Callable] = None, **options):
+    def __init__(self, module: Module, entry: str = "main", pipeline: Optional[Callable] = None,
+                 dump_to: Optional[str] = None, **options):
         self.module = module
+        self._dump_to = dump_to  # writes each generated LLVM module there (else AXLE_FLAGS' --dump_to)
         self.entry = entry
         self.options = dict(options)
         self._pipeline = pipeline
@@ -233,7 +252,9 @@ class CpuExecutable:
             if prog is None:
                 _metrics.add("disk_cache_misses")
                 t0 = time.perf_counter()
-                prog = NativeProgram.compile(self._compile(signature))
+                program = self._compile(signature)
+                dump_llvm(program, self.entry, self._dump_to)
+                prog = NativeProgram.compile(program)
                 _metrics.add("native_compiles")
                 _metrics.add("llvm_seconds", time.perf_counter() - t0)
                 if prog.program.cacheable:

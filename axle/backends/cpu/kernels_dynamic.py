@@ -29,8 +29,7 @@ from axle.ir.core import Operation
 from axle.ir.types import i64
 
 
-class RuntimeCheckError(ValueError):
-    """A run-time check of compiled code failed (the message names the op)."""
+from axle.errors import RuntimeCheckError  # noqa: E402
 
 
 _MESSAGES: dict[int, str] = {}

@@ -15,8 +15,7 @@ F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 
 
-class Unsupported(Exception):
-    """An op or type the CPU backend cannot compile (yet)."""
+from axle.errors import Unsupported  # noqa: E402  (the one error class every layer raises)
 
 
 def reg_type(et: ElementType) -> ir.Type:
