@@ -616,6 +616,6 @@ def prepare_for_cpu(module: Module) -> Module:
         raise Unsupported(f"quantized {op.where()} is not supported by the cpu backend: {why}")
     left = quantized_ops(module, first_only=True)
     if left:
-        from axle.backends.cpu.scalar import Unsupported
+        from axle.errors import Unsupported
         raise Unsupported(f"quantized {left[0].where()} is not supported by the cpu backend")
     return module

@@ -287,7 +287,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             from axle.ir.verifier import VerificationError
         except ImportError:  # pragma: no cover
             VerificationError = ()
-        from axle.backends.cpu.scalar import Unsupported
+        from axle.errors import Unsupported
         from axle.reproducer import InternalCompilerError
         if isinstance(e, (InterpreterError, ArgumentError, VerificationError, OSError, Unsupported)):
             print(f"axle {a.command}: error: {e}", file=sys.stderr)

@@ -206,7 +206,7 @@ def main(argv: Optional[list] = None) -> int:
 
 
 def _user_error(e: Exception) -> Optional[str]:
-    from axle.backends.cpu.scalar import Unsupported
+    from axle.errors import Unsupported
     from axle.interpreter.evaluator import ArgumentError
     from axle.ir.text.cursor import ParseError
     if isinstance(e, (ParseError, Unsupported, ArgumentError, OSError, ValueError, KeyError)):

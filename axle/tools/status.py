@@ -14,8 +14,8 @@ import sys
 
 def matrix() -> list[tuple[str, bool, bool, bool]]:
     from axle.backends.cpu import compiler as C
-    from axle.backends.cpu.emitter import FUSIBLE
     from axle.backends.cpu.prepare import HANDLED as CPU_PREPARED
+    from axle.codegen.emitter import FUSIBLE
     from axle.interpreter import registry
     from axle.interpreter.evaluator import _SPECIAL
     from axle.ir import ops as O

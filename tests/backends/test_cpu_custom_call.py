@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import axle
-from axle.backends.cpu.scalar import Unsupported
+from axle.errors import Unsupported
 
 TEXT = """
 func.func @main(%x: tensor<4x5xf32>, %y: tensor<5xf32>) -> tensor<4x5xf32> {

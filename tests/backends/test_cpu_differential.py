@@ -53,7 +53,7 @@ def test_cpu_backend_matches_interpreter():
 
 
 def _swap_rules(monkeypatch, a: str, b: str) -> None:
-    from axle.backends.cpu.scalar_ops import RULES
+    from axle.codegen.scalar_ops import RULES
     ra, rb = RULES[a], RULES[b]
     monkeypatch.setitem(RULES, a, rb)
     monkeypatch.setitem(RULES, b, ra)
@@ -61,7 +61,7 @@ def _swap_rules(monkeypatch, a: str, b: str) -> None:
 
 def _slice_off_by_one(monkeypatch) -> None:
     """Element i of a slice reads element i + 1 of the slice (the last one stays: in bounds)."""
-    from axle.backends.cpu.emitter import Emitter
+    from axle.codegen.emitter import Emitter
     original = Emitter.op_at
 
     def op_at(self, op, idx):

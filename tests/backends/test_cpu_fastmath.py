@@ -1,4 +1,4 @@
-"""The CPU backend's vectorizable f32 transcendentals (backends/cpu/fastmath.py), compiled
+"""The CPU backend's vectorizable f32 transcendentals (axle/codegen/fastmath.py), compiled
 through the real backend and checked against float64 references rounded to the result type:
 ulp distance over sweeps of the whole f32 range and dense sweeps where the approximations
 switch, exact results for special values, every f16/bf16 value, and vectorized loops."""

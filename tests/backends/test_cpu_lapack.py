@@ -7,7 +7,7 @@ import pytest
 jax = pytest.importorskip("jax")
 
 import axle  # noqa: E402
-from axle.backends.cpu.scalar import Unsupported  # noqa: E402
+from axle.errors import Unsupported  # noqa: E402
 from lapack_helpers import REPRESENTATIVE, all_variants, assert_matches, bad_lowered, lowered, variant_id  # noqa: E402
 
 

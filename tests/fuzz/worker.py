@@ -47,7 +47,7 @@ class Finding(Exception):
 
 
 def _clean_compile_errors():
-    from axle.backends.cpu.scalar import Unsupported
+    from axle.errors import Unsupported
     return CLEAN + (Unsupported,)
 
 

@@ -151,7 +151,7 @@ def test_commands_report_internal_errors(inject, tmp_path, monkeypatch, capsys):
 
 
 def test_user_errors_leave_no_reproducer(inject, tmp_path, monkeypatch):
-    from axle.backends.cpu.scalar import Unsupported
+    from axle.errors import Unsupported
     from axle.ir import ParseError
     with pytest.raises(ParseError):
         axle.compile("func.func @main( {", backend="cpu")

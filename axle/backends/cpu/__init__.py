@@ -1,5 +1,5 @@
 """The CPU backend: StableHLO -> LLVM IR (llvmlite) -> native code, one entry per program."""
-from axle.backends.cpu.scalar import Unsupported
+from axle.errors import Unsupported
 
 
 def compile(module, entry: str = "main", passes: bool = True, **options):

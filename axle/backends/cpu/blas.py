@@ -27,9 +27,9 @@ from typing import Optional
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
 from axle.ir.core import Operation
 
 MIN_WORK = 8 * 8 * 8

@@ -23,11 +23,13 @@ from typing import Callable, Optional
 import numpy as np
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu import status
 from axle.backends.cpu.costs import MOVES
-from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
-from axle.backends.cpu.scalar import I8, I64, Unsupported
+from axle.backends.cpu.target import CPU
+from axle.codegen import scalar as S
+from axle.codegen.emitter import FUSIBLE, Emitter, _ty
+from axle.codegen.scalar import I8, I64
+from axle.errors import Unsupported
 from axle.ir.core import Block, Module, Operation, Value
 from axle.ir.types import TensorType
 from axle.limits import check_compile_time
@@ -271,7 +273,7 @@ class Context:
         self.split_kernels = split_kernels
         self.in_kernel_function = False  # emitting the top level of a kernel's own function
         self._enter(func)
-        self.em = Emitter(mod, self.b, {})
+        self.em = Emitter(mod, self.b, {}, CPU)
         self.em.buffers = _Buffers(self)
         # temporaries: the arena, and result buffers not yet written (see _result_pools)
         self.pools: dict[int, _Pool] = {arena_slot: _Pool(arena_slot)}
@@ -715,7 +717,7 @@ ELEMENTWISE_EXTRA = ("stablehlo.convert",)
 
 def is_elementwise(o: Operation) -> bool:
     """An op whose element i reads only element i of each same-shaped operand."""
-    from axle.backends.cpu.scalar_ops import RULES
+    from axle.codegen.scalar_ops import RULES
     return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA)
 
 
@@ -1058,7 +1060,7 @@ def emit_elementwise(ctx: Context, op: Operation) -> None:
     split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * inner * (1 + len(reds)))
 
 
-KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'scalar_special', 'kernels_lapack')
+KERNEL_MODULES = ('kernels', 'kernels_collective', 'kernels_control', 'kernels_indexing', 'kernels_window', 'kernels_conv', 'kernels_linalg', 'kernels_fft', 'kernels_dynamic', 'kernels_rng', 'kernels_extra', 'kernels_scan', 'kernels_ragged', 'kernels_cholesky', 'kernels_lapack')
 
 
 def load_kernels() -> None:

@@ -40,8 +40,9 @@ from axle import forks
 from axle import profiler as _profiler
 from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
-from axle.backends.cpu.llvm_env import compile_to_object, link_object
-from axle.backends.cpu.scalar import Unsupported
+from axle.backends.cpu.linking import link_object
+from axle.backends.cpu.llvm_env import compile_to_object
+from axle.errors import Unsupported
 from axle.ir.core import Module
 from axle.ir.types import TensorType
 

@@ -4,13 +4,14 @@ Each is registered with `@kernel(op name)`; see compiler.py for the contract.
 """
 from __future__ import annotations
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel, nbytes
-from axle.backends.cpu.emitter import _ty, element_mapper
-from axle.backends.cpu.scalar import Unsupported
-from axle.backends.cpu.scalar_ops import RULES, convert
+from axle.codegen import elemental  # noqa: F401  (real, imag, complex fuse: registers their element mappers)
+from axle.codegen import scalar as S
+from axle.codegen.dot import DotDims, accumulator_type, check_dot
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar_ops import RULES, convert
+from axle.errors import Unsupported
 from axle.ir.core import Operation
-from axle.ir.types import f32
 
 
 # ops a scalar region body may hold besides the elementwise RULES (see Emitter.region_scalars)
@@ -52,11 +53,6 @@ class Accumulators:
             t = _ty(r)
             S.store(b, b.load(s), em.element_ptr(self.ctx.buffer(r), t.element_type, em.linear(out_idx, t.shape)),
                     t.element_type)
-
-
-def accumulator_type(et):
-    """What dot-like kernels sum in: f32 for floats of 32 bits or less, else the type itself."""
-    return (f32 if et.bitwidth <= 32 else et) if et.is_float else et
 
 
 def _simple_float_add(op: Operation) -> bool:
@@ -234,60 +230,7 @@ def _reduce_leading_in_parts(ctx: Context, op: Operation, in_t, out_ts, total: i
     return True
 
 
-def _check_dot(op: Operation) -> None:
-    for v in list(op.operands) + list(op.results):
-        S.reg_type(_ty(v).element_type)  # raises Unsupported for types without registers
-
-
-@element_mapper("stablehlo.real", "stablehlo.imag")
-def real_imag_at(em, op: Operation, idx):
-    """real/imag of a complex element; of a real element: itself / zero."""
-    v = op.operands[0]
-    et = _ty(v).element_type
-    x = em.value_at(v, idx)
-    if not et.is_complex:
-        return x if op.name == "stablehlo.real" else S.constant(et, 0)
-    return em.b.extract_value(x, 0 if op.name == "stablehlo.real" else 1)
-
-
-@element_mapper("stablehlo.complex")
-def complex_at(em, op: Operation, idx):
-    """complex(re, im) element."""
-    from axle.backends.cpu.scalar_ops import make
-    t = S.reg_type(_ty(op.results[0]).element_type)
-    return make(em.b, t, em.value_at(op.operands[0], idx), em.value_at(op.operands[1], idx))
-
-
-class DotDims:
-    """dot_general's dimension numbers as lists: batch (lb, rb), contracting (lc, rc) and
-    free (lfree, rfree) dimensions of each operand. Result index = batch, lhs free, rhs free."""
-
-    def __init__(self, op: Operation):
-        dn = op.attr("dot_dimension_numbers")
-        lrank, rrank = _ty(op.operands[0]).rank, _ty(op.operands[1]).rank
-        self.lb, self.rb = list(dn["lhs_batching_dimensions"]), list(dn["rhs_batching_dimensions"])
-        self.lc, self.rc = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
-        self.lfree = [d for d in range(lrank) if d not in self.lb and d not in self.lc]
-        self.rfree = [d for d in range(rrank) if d not in self.rb and d not in self.rc]
-        self.lrank, self.rrank = lrank, rrank
-
-    def split_result_index(self, oidx):
-        """(batch, lhs free, rhs free) parts of a result index."""
-        nb, nl = len(self.lb), len(self.lfree)
-        return oidx[:nb], oidx[nb:nb + nl], oidx[nb + nl:]
-
-    def operand_indices(self, bidx, li, ri, cidx):
-        """The lhs and rhs indices that one product term of result (bidx, li, ri) reads at
-        contracting index cidx."""
-        lfull, rfull = [None] * self.lrank, [None] * self.rrank
-        for dims, idx, full in ((self.lb, bidx, lfull), (self.rb, bidx, rfull), (self.lfree, li, lfull),
-                                (self.rfree, ri, rfull), (self.lc, cidx, lfull), (self.rc, cidx, rfull)):
-            for d, i in zip(dims, idx):
-                full[d] = i
-        return lfull, rfull
-
-
-@kernel("stablehlo.dot_general", memory_operands=True, check=_check_dot)
+@kernel("stablehlo.dot_general", memory_operands=True, check=check_dot)
 def emit_dot(ctx: Context, op: Operation) -> None:
     from axle.backends.cpu import blas
     shape = blas.gemm_shape(op)

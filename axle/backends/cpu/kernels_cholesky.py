@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.scalar import I1, Unsupported
-from axle.backends.cpu.scalar_ops import RULES, convert, im, make, re
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I1
+from axle.codegen.scalar_ops import RULES, convert, im, make, re
+from axle.errors import Unsupported
 from axle.ir.types import TensorType, c128, f64
 
 

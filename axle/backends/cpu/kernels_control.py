@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from axle.backends.cpu import status
 from axle.backends.cpu.compiler import P8P, BufRef, Context, check_supported, kernel
-from axle.backends.cpu.emitter import _ty
+from axle.codegen.emitter import _ty
 from axle.ir.core import Operation
 
 

@@ -29,9 +29,9 @@ from typing import Optional
 import numpy as np
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.scalar import I1
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I1
 from axle.ir.core import Operation
 from axle.ir.types import TensorType
 

@@ -27,8 +27,8 @@ from typing import Optional
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.emitter import _ty
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, element_type, int_range
 
@@ -66,7 +66,7 @@ def packed_plan(op: Operation):
     from axle.backends.cpu import blas
     lhs, rhs = op.operands
     lt, rt = _ty(lhs), _ty(rhs)
-    from axle.backends.cpu.kernels import DotDims
+    from axle.codegen.dot import DotDims
     dims = DotDims(op)
     lb, rb, lc, rc, lfree, rfree = dims.lb, dims.rb, dims.lc, dims.rc, dims.lfree, dims.rfree
     batch = _prod(lt.shape[d] for d in lb)
@@ -98,7 +98,7 @@ def _operand_layout(t: TensorType, ct: str, dims: tuple):
 def emit_packed_dot(ctx, op: Operation, plan: dict) -> None:
     from axle.backends.cpu import blas
     from axle.backends.cpu.parallel import split_loop, split_ranges
-    from axle.backends.cpu.scalar_ops import convert
+    from axle.codegen.scalar_ops import convert
     em = ctx.em
     ct = element_type(plan["ct"])
     p = blas.PREFIX[plan["ct"]]

@@ -19,12 +19,14 @@ from llvmlite import ir
 
 from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.kernels_indexing import _index, gather_at
-from axle.backends.cpu.scalar import I1, I8, I64, Unsupported
-from axle.backends.cpu.scalar_ops import convert
+from axle.codegen import scalar as S
+from axle.codegen.elemental import gather_at
+from axle.codegen.elemental import index_i64 as _index
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I1, I8, I64
+from axle.codegen.scalar_ops import convert
+from axle.errors import Unsupported
 from axle.ir.core import Operation
 from axle.ir.types import i64
 

@@ -19,26 +19,11 @@ from llvmlite import ir
 from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty, element_mapper
-from axle.backends.cpu.scalar import I8, I64, Unsupported
+from axle.codegen import elemental  # noqa: F401  (map and broadcast fuse: registers their element mappers)
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I8, I64
+from axle.errors import Unsupported
 from axle.ir.core import Operation
-
-
-@element_mapper("stablehlo.map")
-def map_at(em, op: Operation, idx):
-    """The body applied to the operands' elements at idx (map's dimensions must be all of
-    them, in order, which the spec requires)."""
-    rank = _ty(op.results[0]).rank
-    if list(op.attr("dimensions", list(range(rank)))) != list(range(rank)):
-        raise Unsupported(f"{op.where()}: map over dimensions {list(op.attr('dimensions'))}")
-    return em.region_scalars(op.regions[0], [em.value_at(v, idx) for v in op.operands])[0]
-
-
-@element_mapper("stablehlo.broadcast")
-def broadcast_at(em, op: Operation, idx):
-    """result[new..., i...] = operand[i...]."""
-    rank = _ty(op.operands[0]).rank
-    return em.value_at(op.operands[0], list(idx[len(idx) - rank:]) if rank else [])
 
 
 kernel("stablehlo.collective_reduce", "interpreter.print", memory_operands=True)(_kc.emit_collective)

@@ -19,7 +19,8 @@ from llvmlite import ir
 
 from axle.backends import ffi
 from axle.backends.cpu.compiler import Context
-from axle.backends.cpu.scalar import I8, I64, Unsupported
+from axle.codegen.scalar import I8, I64
+from axle.errors import Unsupported
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType

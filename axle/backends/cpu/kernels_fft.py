@@ -22,8 +22,9 @@ from llvmlite import ir
 from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.scalar import I8, I64, Unsupported
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I8, I64
+from axle.errors import Unsupported
 from axle.ir.core import Operation
 
 _TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")

@@ -1,5 +1,5 @@
-"""Indexing ops of the CPU backend: dynamic_slice and gather (fusible element mappers),
-dynamic_update_slice and scatter (kernels). Index arithmetic follows the spec's
+"""Indexing ops of the CPU backend: dynamic_update_slice and scatter (kernels; dynamic_slice
+and gather fuse: their element mappers are axle/codegen/elemental.py). Index arithmetic follows the spec's
 formulas; start indices are clamped where the spec clamps, and scatter skips updates
 whose target is out of bounds, so no access can leave its buffer.
 """
@@ -7,52 +7,15 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty, element_mapper
-from axle.backends.cpu.scalar import I1, I64, Unsupported
+from axle.codegen import scalar as S
+from axle.codegen.elemental import clamp as _clamp
+from axle.codegen.elemental import start_index as _start_index
+from axle.codegen.elemental import start_vector as _start_vector
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I1, I64
+from axle.errors import Unsupported
 from axle.ir.core import Operation
-
-
-def _index(em, v, idx):
-    """An index element (any integer type) as i64, sign- or zero-extended."""
-    et = _ty(v).element_type
-    x = em.value_at(v, idx)
-    if et.is_bool:
-        return em.b.zext(x, I64)
-    if et.bitwidth == 64:
-        return x
-    return em.b.zext(x, I64) if et.is_unsigned else em.b.sext(x, I64)
-
-
-def _start_index(em, v, idx):
-    """A start index as i64 for clamping: a ui64 value at or above 2^63 (negative as i64)
-    saturates to the largest i64, so that it clamps to the end, not the start."""
-    x = _index(em, v, idx)
-    et = _ty(v).element_type
-    if et.is_unsigned and et.bitwidth == 64:
-        big = em.const_i64(2**63 - 1)
-        x = em.b.select(em.b.icmp_signed("<", x, em.const_i64(0)), big, x)
-    return x
-
-
-def _clamp(em, x, lo: int, hi: int):
-    b = em.b
-    x = b.select(b.icmp_signed("<", x, em.const_i64(lo)), em.const_i64(lo), x)
-    return b.select(b.icmp_signed(">", x, em.const_i64(hi)), em.const_i64(hi), x)
-
-
-@element_mapper("stablehlo.dynamic_slice")
-def dynamic_slice_at(em, op: Operation, idx):
-    """result[i] = operand[i + clamp(start, 0, dim - size)]."""
-    operand = op.operands[0]
-    shape = _ty(operand).shape
-    sizes = op.attr("slice_sizes")
-    src = []
-    for d, i in enumerate(idx):
-        start = _clamp(em, _start_index(em, op.operands[1 + d], []), 0, shape[d] - sizes[d])
-        src.append(em.b.add(i, start))
-    return em.value_at(operand, src)
 
 
 @kernel("stablehlo.dynamic_update_slice", in_place=0)
@@ -80,50 +43,9 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
     em.loop_nest(list(ut.shape), body)
 
 
-def _start_vector(em, indices, batch_index: list, index_vector_dim: int):
-    """The start index vector for one batch position (index_vector_dim == rank means the
-    indices are scalars)."""
-    it = _ty(indices)
-    if index_vector_dim >= it.rank:
-        return [_start_index(em, indices, batch_index)]
-    out = []
-    for k in range(it.shape[index_vector_dim]):
-        full = batch_index[:index_vector_dim] + [em.const_i64(k)] + batch_index[index_vector_dim:]
-        out.append(_start_index(em, indices, full))
-    return out
-
-
-@element_mapper("stablehlo.gather")
-def gather_at(em, op: Operation, idx):
-    """The spec's gather: operand index = clamped start + batching index + offset index."""
-    operand, indices = op.operands
-    ot = _ty(operand)
-    dn = op.attr("dimension_numbers")
-    sizes = op.attr("slice_sizes")
-    offset_dims = dn["offset_dims"]
-    collapsed, obatch = dn["collapsed_slice_dims"], dn["operand_batching_dims"]
-    ibatch, start_map, ivd = dn["start_indices_batching_dims"], dn["start_index_map"], dn["index_vector_dim"]
-    rank = len(idx)
-    batch_dims = [d for d in range(rank) if d not in offset_dims]
-    batch_index = [idx[d] for d in batch_dims]
-    start = _start_vector(em, indices, batch_index, ivd)
-    full = [em.const_i64(0)] * ot.rank
-    for d_start, d_operand in enumerate(start_map):
-        full[d_operand] = _clamp(em, start[d_start], 0, ot.shape[d_operand] - sizes[d_operand])
-    for d_operand, d_start in zip(obatch, ibatch):
-        full[d_operand] = batch_index[d_start - (0 if d_start < ivd else 1)]
-    offsets = iter(idx[d] for d in offset_dims)
-    b = em.b
-    for d in range(ot.rank):
-        if d in collapsed or d in obatch:
-            continue
-        full[d] = b.add(full[d], next(offsets))
-    return em.value_at(operand, full)
-
-
 def _check_scatter(op: Operation) -> None:
     from axle.backends.cpu.kernels import SCALAR_BODY_OPS
-    from axle.backends.cpu.scalar_ops import RULES
+    from axle.codegen.scalar_ops import RULES
     for o in op.regions[0].blocks[0].operations:
         if o.name not in RULES and o.name not in SCALAR_BODY_OPS:
             raise Unsupported(f"{o.where()} inside the update computation of {op.where()}")

@@ -24,12 +24,13 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import KERNELS, Context, KernelDef
-from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.lapack_symbols import register_symbols, symbol_name
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
-from axle.backends.cpu.scalar import I1, I8, I32, I64, Unsupported
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I1, I8, I32, I64
+from axle.errors import Unsupported
 from axle.interpreter.lapack_builders import make_plan
 from axle.interpreter.lapack_plans import LapackError, Plan, is_lapack_target
 from axle.ir.core import Operation

@@ -7,11 +7,11 @@ accumulated in f64 (complex in complex<f64>) and rounded once.
 """
 from __future__ import annotations
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.scalar import Unsupported
-from axle.backends.cpu.scalar_ops import RULES, convert
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar_ops import RULES, convert
+from axle.errors import Unsupported
 from axle.ir.core import Operation
 from axle.ir.types import c128, f64
 
@@ -48,7 +48,7 @@ def triangular_solve(ctx: Context, op: Operation) -> None:
             idx = list(bidx) + ([q, p] if transposed else [p, q])
             v = convert(em, at.element_type, acc_et, em.value_at(a, idx))
             if trans == "ADJOINT" and acc_et.is_complex:
-                from axle.backends.cpu.scalar_ops import im, make, re
+                from axle.codegen.scalar_ops import im, make, re
                 v = make(b, v.type, re(b, v), b.fneg(im(b, v)))
             return v
 

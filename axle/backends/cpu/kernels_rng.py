@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.bitcast import from_bits
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.kernels_indexing import _index
-from axle.backends.cpu.scalar import I32, I64, Unsupported
+from axle.codegen import scalar as S
+from axle.codegen.bitcast import from_bits
+from axle.codegen.elemental import index_i64 as _index
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I32, I64
+from axle.errors import Unsupported
 from axle.ir.core import Operation
 
 _ROTATIONS = [(13, 15, 26, 6), (17, 29, 16, 24)]
@@ -212,7 +213,7 @@ def rng(ctx: Context, op: Operation) -> None:
     (integers); NORMAL: Box-Muller on two uniform streams; in f64 / 64-bit integers, then
     rounded or wrapped to the result type, as the interpreter computes them."""
     from axle.backends.cpu.kernels_dynamic import runtime_check
-    from axle.backends.cpu.scalar_ops import convert
+    from axle.codegen.scalar_ops import convert
     from axle.ir.types import f64, i64, ui64
     em, b = ctx.em, ctx.b
     a_v, b_v, shape_v = op.operands

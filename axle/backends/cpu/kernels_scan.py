@@ -11,10 +11,11 @@ the previous step's carries, even when the body returns them in another order).
 """
 from __future__ import annotations
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, check_supported, kernel
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.scalar import I64, Unsupported
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I64
+from axle.errors import Unsupported
 from axle.ir.core import Operation
 
 

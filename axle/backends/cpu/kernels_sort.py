@@ -27,8 +27,8 @@ from typing import Optional
 import numpy as np
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.emitter import _ty
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
 from axle.ir.core import Operation, Region
 from axle.ir.types import TensorType, element_type
 

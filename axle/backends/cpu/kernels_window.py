@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
-from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.kernels import Accumulators, _check_reduce
-from axle.backends.cpu.scalar import I1, I64
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I1, I64
 from axle.ir.core import Operation
 
 

@@ -2,7 +2,7 @@
 
 Generated code (kernels_lapack.py) calls these names; the JIT binds them when it links
 object code, also object code loaded from the disk cache by a process that never compiled
-a LAPACK call (llvm_env.link_object registers them when the object mentions one)."""
+a LAPACK call (linking.link_object registers them when the object mentions one)."""
 from __future__ import annotations
 
 from functools import lru_cache

@@ -1,4 +1,8 @@
-"""LLVM for the host CPU: one target machine, the optimization pipeline, and the JIT.
+"""LLVM for the host CPU: one target machine, the optimization pipeline, object code and the JIT.
+
+This module imports nothing else of the backend: blas.py, parallel.py and lapack_symbols.py
+put their routines' addresses into EXTERNAL_SYMBOLS, and linking.py links a program after
+registering them (imports go one way: linking -> blas, parallel -> llvm_env).
 
 Facts this relies on (measured, see ../shared/DESIGN.md): loops only vectorize 8-wide
 when the target machine is built for the host CPU name and features and the pipeline
@@ -18,6 +22,7 @@ from axle.profiler import phase
 # re-entrant: building the thread pool links code too; held across fork() (axle/forks.py):
 # a child forked while another thread was inside LLVM deadlocked on its first compile
 _LOCK = forks.lock(rlock=True, guard_fork=True)
+LOCK = _LOCK  # (linking.py registers the runtime's symbols under it)
 try:  # ... and so is llvmlite's own lock, after ours (the order every llvmlite call nests them)
     from llvmlite.binding import ffi as _ffi
     forks.guard(_ffi.lib._lock._lock)
@@ -101,16 +106,11 @@ def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
 
 
 def link_object(obj: bytes, exports: list[str]):
-    """JIT-link object code into this process; returns (keep-alive handle, {name: address})."""
+    """JIT-link object code into this process; returns (keep-alive handle, {name: address}).
+    Symbols the process does not export come from EXTERNAL_SYMBOLS only: a program that calls
+    BLAS, the thread pool or LAPACK is linked by linking.link_object, which registers them."""
     with _LOCK:
         _init()
-        from axle.backends.cpu import blas
-        blas.available()  # registers the BLAS routines (code from the disk cache may call them)
-        from axle.backends.cpu import parallel
-        parallel.available()  # and the thread pool's entry point (axle_pool_run)
-        if b"axle_lapack_" in obj:  # LAPACK routines (kernels_lapack.py)
-            from axle.backends.cpu.lapack_symbols import register_symbols
-            register_symbols()
         lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)

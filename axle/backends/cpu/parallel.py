@@ -42,7 +42,7 @@ from llvmlite import ir
 
 from axle import forks
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
-from axle.backends.cpu.scalar import I8, I64
+from axle.codegen.scalar import I8, I64
 
 PARALLEL_MIN_WORK = 1 << 18  # elements x ops per element below which a kernel stays serial (~0.1 ms)
 CHUNKS = 16  # chunks of a split loop (fewer when the dimension is shorter)

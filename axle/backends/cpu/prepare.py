@@ -99,7 +99,7 @@ def prepare(module: Module) -> Module:
         JaxCustomCalls().run(module)
         for op in module.walk():
             if op.name == "sdy.manual_computation":
-                from axle.backends.cpu.scalar import Unsupported
+                from axle.errors import Unsupported
                 raise Unsupported(f"{op.where()}: its body works on shards "
                                   f"({', '.join(str(a.type) for a in op.regions[0].blocks[0].arguments)}) of "
                                   f"{', '.join(str(v.type) for v in op.operands)}, which needs several devices; "

@@ -30,7 +30,8 @@ from llvmlite import ir
 from axle import profiler as _profiler
 from axle.backends.cpu.compiler import ALIGN, KernelInfo, Program
 from axle.backends.cpu.executable import CpuExecutable
-from axle.backends.cpu.scalar import I32, I64, Unsupported
+from axle.codegen.scalar import I32, I64
+from axle.errors import Unsupported
 
 TIMESPEC = ir.LiteralStructType([I64, I64])  # struct timespec on 64-bit Unix: {time_t tv_sec; long tv_nsec}
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.emitter import _ty
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
 from axle.ir.core import Block, Operation, Value
 
 UNKNOWN = None  # an index not expressible in the host's outer indices

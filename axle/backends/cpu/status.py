@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.scalar import I64
+from axle.codegen.scalar import I64
 
 _GLOBAL = "axle_status_offset"
 

@@ -8,7 +8,7 @@ run on a GPU).
 """
 from __future__ import annotations
 
-from axle.backends.cpu.scalar import Unsupported
+from axle.errors import Unsupported
 
 
 class NoGpuError(RuntimeError):

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.emitter import FUSIBLE, Emitter, _ty
-from axle.backends.cpu.scalar import I8, I32, I64, Unsupported
+from axle.codegen import scalar as S
+from axle.codegen.emitter import FUSIBLE, Emitter, _ty
+from axle.codegen.scalar import I8, I32, I64
+from axle.errors import Unsupported
 from axle.ir.core import Block, Operation
 from axle.ir.types import TensorType
 
@@ -253,7 +254,7 @@ class Builder:
 
     def reduce(self, op: Operation, k: int) -> None:
         for o in (o for rg in op.regions for o in rg.blocks[0].operations):
-            from axle.backends.cpu.scalar_ops import RULES
+            from axle.codegen.scalar_ops import RULES
             if o.name not in RULES and o.name not in _BODY_OPS:
                 raise Unsupported(f"{o.where()} inside the body of {op.where()}: not supported by the gpu backend")
         name = f"k{k}_reduce"
@@ -298,7 +299,7 @@ class Builder:
         """dot_general: one thread per output element, summing over the contracting
         dimensions in index order in the accumulator type (as the CPU's generated dots)."""
         from axle.backends.cpu.kernels import DotDims, _check_dot, accumulator_type
-        from axle.backends.cpu.scalar_ops import RULES, convert
+        from axle.codegen.scalar_ops import RULES, convert
         _check_dot(op)
         name = f"k{k}_dot_general"
         fn, b, em = self._function(name)

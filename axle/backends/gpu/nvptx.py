@@ -20,7 +20,7 @@ from typing import Optional
 
 from llvmlite import ir
 
-from axle.backends.cpu.scalar import Unsupported
+from axle.errors import Unsupported
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"

@@ -26,9 +26,9 @@ def check_case(case, gpu: str = "sm_90", simulate: bool = False) -> dict:
     """{status, message, op, kernels, ptx_bytes, sim} for one conformance case. With
     `simulate`, a case ptxas accepts also runs on the host through simulate.py and its
     checks are evaluated: sim is "passed" or "failed: why" ("" when not simulated)."""
-    from axle.backends.cpu.scalar import Unsupported
     from axle.backends.gpu import emit_llvm
     from axle.backends.gpu.nvptx import PtxasError, ir_to_ptx, ptxas
+    from axle.errors import Unsupported
     from axle.ir import parse_module
     from axle.passes import PassManager, default_pipeline
     from axle.tools.conformance import _has_checks, entry_functions

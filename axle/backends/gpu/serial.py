@@ -13,9 +13,10 @@ must replace with parallel ones (docs/gpu.md).
 """
 from __future__ import annotations
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.scalar import I8, Unsupported
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I8
+from axle.errors import Unsupported
 
 
 class SerialContext:

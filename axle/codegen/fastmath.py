@@ -24,17 +24,15 @@ linear programming on a dense grid in 80-bit precision, then rounded to f32 one 
 is that of the rounded coefficients, before f32 evaluation error (about 0.5 ulp for the
 final operation plus a fraction of an ulp from Horner's steps).
 
-Without FMA in the host CPU, llvm.fmuladd replaces llvm.fma (a multiply and an add):
+Without FMA on the target (Target.fma_intrinsic), llvm.fmuladd replaces llvm.fma (a multiply and an add):
 the range reductions below stay exact (Cody-Waite constants with short high parts), the
 polynomials lose a fraction of an ulp.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 from llvmlite import ir
 
-from axle.backends.cpu.scalar import F16, F32, F64, I32, I64
+from axle.codegen.scalar import F16, F32, F64, I32, I64
 
 _H = float.fromhex
 _LOG2E = _H("0x1.715476p+0")
@@ -83,17 +81,12 @@ _EXP2_D = [_H(c) for c in (
 _SQRT_HALF_BITS = 0x3F3504F3  # f32 sqrt(1/2): log's mantissa is reduced to [sqrt(1/2), sqrt(2))
 
 
-@lru_cache(maxsize=None)
-def _host_has_fma() -> bool:
-    from axle.backends.cpu.llvm_env import host_cpu
-    return "+fma" in host_cpu()[1].split(",")
-
-
 class _Fn:
     """Small helpers over the builder for f32 scalar code."""
 
     def __init__(self, e):
         self.e, self.b = e, e.b
+        self.fma_name = e.target.fma_intrinsic  # llvm.fma, or llvm.fmuladd without hardware FMA
 
     def c(self, v: float):
         return ir.Constant(F32, v)
@@ -102,7 +95,7 @@ class _Fn:
         return ir.Constant(I32, v)
 
     def fma(self, a, b, c):
-        return self.e.intrinsic("llvm.fma" if _host_has_fma() else "llvm.fmuladd", F32, [a, b, c])
+        return self.e.intrinsic(self.fma_name, F32, [a, b, c])
 
     def horner(self, x, coeffs):
         """c0 + c1 x + c2 x^2 + ... by Estrin's scheme: pairs c_2i + c_2i+1 x, then pairs of
@@ -124,7 +117,7 @@ class _Fn:
         return ir.Constant(F64, v)
 
     def dfma(self, a, b, c):
-        return self.e.intrinsic("llvm.fma" if _host_has_fma() else "llvm.fmuladd", F64, [a, b, c])
+        return self.e.intrinsic(self.fma_name, F64, [a, b, c])
 
     def dhorner(self, x, coeffs):
         acc = self.dc(coeffs[-1])

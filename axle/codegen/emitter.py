@@ -1,11 +1,12 @@
-"""The elemental emitter and the kernels of the CPU backend.
+"""The elemental emitter: the value of any fusible op at an index, for every target.
 
 `value_at(v, idx)` emits the code computing element `idx` of value `v`: a load when v
 lives in a buffer, otherwise the op's scalar rule applied to its operands' values at
 the mapped indices (broadcasts, transposes, reshapes, slices, pads, concatenations and
 iotas become index arithmetic). Kernels wrap it in loop nests: a loop over the output
 for an elementwise (fused) root, output loops around reduction loops for reduce and
-dot_general.
+dot_general. What differs between machines (math calls, FMA, constant globals) the
+emitter asks its `target` (target.py), which the backend passes in.
 """
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from typing import Callable, Optional
 import numpy as np
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu import scalar_f8 as _f8
-from axle.backends.cpu.scalar import I1, I8, I64, Unsupported
-from axle.backends.cpu.scalar_ops import RULES, convert
+from axle.codegen import scalar as S
+from axle.codegen import scalar_f8 as _f8
+from axle.codegen import scalar_special  # noqa: F401  (registers the CHLO special functions' rules)
+from axle.codegen.scalar import I1, I8, I64
+from axle.codegen.scalar_ops import RULES, convert
+from axle.codegen.target import Target
+from axle.errors import Unsupported
 from axle.ir.core import Operation, Value
 from axle.ir.types import ElementType, TensorType
 
@@ -64,9 +68,10 @@ def _strides(shape) -> list[int]:
 
 
 class Emitter:
-    def __init__(self, module: ir.Module, builder: ir.IRBuilder, buffers: dict):
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder, buffers: dict, target: Target):
         self.module = module
         self.b = builder
+        self.target = target  # what differs between machines (target.py): math calls, FMA, globals
         self.buffers = buffers  # id(value) -> ir pointer (i8*) of its buffer
         self._globals = 0
         self._const_globals: dict = {}  # id(constant op) -> its global
@@ -78,20 +83,12 @@ class Emitter:
 
     # -- helpers
     def intrinsic(self, name: str, t: ir.Type, args):
-        args = list(args)
-        fnty = ir.FunctionType(t, [t] * len(args))
-        return self.b.call(self.module.declare_intrinsic(name, [t], fnty), args)
+        """LLVM intrinsic `name` on type t (the target may call something else instead)."""
+        return self.target.intrinsic(self, name, t, args)
 
     def libm(self, name: str, args):
-        t = args[0].type
-        fname = {"float": name + "f", "double": name, "half": None}[str(t)]
-        if fname is None:  # compute in f32
-            args = [self.b.fpext(a, S.F32) for a in args]
-            return self.b.fptrunc(self.libm(name, args), S.F16)
-        fn = self.module.globals.get(fname)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(t, [t] * len(args)), fname)
-        return self.b.call(fn, list(args))
+        """C math function `name` (`name`f for float) as the target provides it."""
+        return self.target.libm(self, name, args)
 
     def const_i64(self, x: int) -> ir.Constant:
         return ir.Constant(I64, int(x))
@@ -159,13 +156,9 @@ class Emitter:
         return out
 
     def global_bytes(self, data: bytes):
-        arr = ir.ArrayType(I8, len(data))
-        g = ir.GlobalVariable(self.module, arr, f"const_{self._globals}")
+        """A read-only global holding `data` (target.constant_global), as a generic pointer."""
+        g = self.target.constant_global(self.module, f"const_{self._globals}", data)
         self._globals += 1
-        g.global_constant = True
-        g.linkage = "internal"
-        g.align = 64
-        g.initializer = ir.Constant(arr, bytearray(data))
         return g
 
     def alloca(self, t: ir.Type):
@@ -348,7 +341,7 @@ class Emitter:
         if name == "stablehlo.bitcast_convert":
             src = _ty(op.operands[0]).element_type
             if src.bitwidth != et.bitwidth or src.is_bool or et.is_bool:
-                from axle.backends.cpu.bitcast import bitcast_wide  # other widths: bitcast.py
+                from axle.codegen.bitcast import bitcast_wide  # other widths: bitcast.py
                 return bitcast_wide(self, op, idx)
             return _bitcast_scalar(b, self.value_at(op.operands[0], idx), src, et)
         r = RULES.get(name)
@@ -453,7 +446,7 @@ def _parts_scalar(em, op, ins):
     """real / imag / complex on scalar registers (inside region bodies)."""
     et = _ty(op.operands[0]).element_type
     if op.name == "stablehlo.complex":
-        from axle.backends.cpu.scalar_ops import make
+        from axle.codegen.scalar_ops import make
         return make(em.b, S.reg_type(_ty(op.results[0]).element_type), ins[0], ins[1])
     if not et.is_complex:
         return ins[0] if op.name == "stablehlo.real" else S.constant(et, 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar_f8 as _f8
+from axle.codegen import scalar_f8 as _f8
 from axle.ir.types import ElementType
 
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()

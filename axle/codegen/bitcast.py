@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar as S
-from axle.backends.cpu import scalar_f8 as F8
-from axle.backends.cpu.scalar import Unsupported
+from axle.codegen import scalar as S
+from axle.codegen import scalar_f8 as F8
+from axle.errors import Unsupported
 
 
 def to_bits(b: ir.IRBuilder, x, et):
@@ -56,7 +56,7 @@ def from_bits(b: ir.IRBuilder, bits, et):
 
 def bitcast_wide(em, op, idx):
     """One element of a width-changing bitcast_convert (called by the emitter)."""
-    from axle.backends.cpu.emitter import _ty
+    from axle.codegen.emitter import _ty
     b = em.b
     src_v = op.operands[0]
     src, dst = _ty(src_v).element_type, _ty(op.results[0]).element_type

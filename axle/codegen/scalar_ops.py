@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import fastmath
-from axle.backends.cpu.scalar import F32, F64, I1, I32, Unsupported, constant, reg_type
-from axle.backends.cpu.scalar_f8 import canonical_nan, is_f8, narrow_float, round_to_odd_f32
+from axle.codegen import fastmath
+from axle.codegen.scalar import F32, F64, I1, I32, constant, reg_type
+from axle.codegen.scalar_f8 import canonical_nan, is_f8, narrow_float, round_to_odd_f32
+from axle.errors import Unsupported
 from axle.ir.types import ELEMENT_TYPES
 
 RULES = {}

@@ -1,5 +1,5 @@
 """Regenerates the coefficient tables of fastmath.py (a development tool, never imported by
-the compiler): `python -m axle.backends.cpu.fastmath_fit` prints each table with its
+the compiler): `python -m axle.codegen.fastmath_fit` prints each table with its
 error bound; `--check` compares them with fastmath.py's.
 
 Method: minimax on a dense grid (Chebyshev nodes plus a uniform grid) by linear
@@ -120,7 +120,7 @@ def tables() -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from axle.backends.cpu import fastmath
+    from axle.codegen import fastmath
     bad = 0
     for name, (coeffs, err) in tables().items():
         print(f"{name}: error {err:.2e} (2^{np.log2(err):.1f})")

@@ -192,7 +192,7 @@ def total_order_key(b: ir.IRBuilder, x, et):
 
 def wrap_compare():
     """TOTALORDER compares of 8-bit floats use the 8-bit patterns' keys."""
-    from axle.backends.cpu.scalar_ops import _ICMP, RULES
+    from axle.codegen.scalar_ops import _ICMP, RULES
     base = RULES["stablehlo.compare"]
     if getattr(base, "_f8_wrapped", False):
         return

@@ -25,10 +25,11 @@ from fractions import Fraction
 
 from llvmlite import ir
 
-from axle.backends.cpu import scalar_f8
-from axle.backends.cpu.scalar import F16, F32, F64, I32, Unsupported, reg_type
-from axle.backends.cpu.scalar_f8 import narrow_float, round_to_odd_f32
-from axle.backends.cpu.scalar_ops import (
+from axle.codegen import scalar_f8
+from axle.codegen.scalar import F16, F32, F64, I32, reg_type
+from axle.codegen.scalar_f8 import narrow_float, round_to_odd_f32
+from axle.errors import Unsupported
+from axle.codegen.scalar_ops import (
     COMPLEX_RULES, RULES, _cdiv, _cmul, _dispatcher, _libc, _narrow, _wide, im, make, re,
 )
 
