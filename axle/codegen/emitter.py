@@ -59,6 +59,13 @@ def _ty(v: Value) -> TensorType:
     return t
 
 
+def is_constant(v) -> bool:
+    """Whether v is the tensor result of a stablehlo.constant."""
+    owner = getattr(v, "owner", None)
+    return isinstance(owner, Operation) and owner.name == "stablehlo.constant" \
+        and isinstance(getattr(v, "type", None), TensorType)
+
+
 def _strides(shape) -> list[int]:
     out, s = [], 1
     for d in reversed(shape):
@@ -159,6 +166,22 @@ class Emitter:
         """A read-only global holding `data` (target.constant_global), as a generic pointer."""
         g = self.target.constant_global(self.module, f"const_{self._globals}", data)
         self._globals += 1
+        return g
+
+    def constant_global(self, v):
+        """The global holding constant v's elements in memory (numpy's layout: i1 as bytes,
+        bf16 as i16), made once per constant op and shared by every read of it (op_at, and
+        kernels that need the constant in memory); None when v is not a constant."""
+        if not is_constant(v):
+            return None
+        op = v.owner
+        g = self._const_globals.get(id(op))
+        if g is None:
+            from axle.limits import check_constant
+            arr = op.attributes["value"].array
+            check_constant(arr.size * arr.itemsize, "the constant", op)
+            data = np.ascontiguousarray(arr.astype(np.uint8) if _ty(v).element_type.is_bool else arr).tobytes()
+            g = self._const_globals[id(op)] = self.global_bytes(data)
         return g
 
     def alloca(self, t: ir.Type):
@@ -294,12 +317,7 @@ class Emitter:
                 else:
                     return S.constant(et, flat[0])
             # the global is made once per constant; the pointer cast is made in each function
-            g = self._const_globals.get(id(op))
-            if g is None:
-                from axle.limits import check_constant
-                check_constant(arr.size * arr.itemsize, "the constant", op)
-                g = self._const_globals[id(op)] = self.global_bytes(np.ascontiguousarray(
-                    arr.astype(np.uint8) if et.is_bool else arr).tobytes())
+            g = self.constant_global(op.results[0])
             ptr = self.element_ptr(self.b.bitcast(g, I8.as_pointer()), et, self.linear(idx, rt.shape))
             return S.load(b, ptr, et)
         if name == "stablehlo.iota":

@@ -1,4 +1,4 @@
-"""Kernels for NVIDIA GPUs: the CPU backend's elemental emitter mapped onto a thread grid.
+"""Kernels for NVIDIA GPUs: axle/codegen's elemental emitter mapped onto a thread grid.
 
 A program becomes a list of kernels, each one LLVM function with the `ptx_kernel` calling
 convention whose parameters are the global-memory pointers of every buffer of the program
@@ -13,13 +13,17 @@ Kernel shapes:
 * reduce: one thread per output element, looping over the reduced elements in index order
   (the interpreter's order, so the bits match the CPU's sequential reductions);
 * dot_general: one thread per output element, the contracting dimensions in index order;
-* reduce_window: the CPU's kernel with its loop over the output made the grid (grid_cpu);
-* other ops with a CPU kernel: that kernel run by one thread (serial.py, a fallback).
-Ops with neither raise Unsupported naming the op and the gpu backend.
+* reduce_window: the lent kernel with its loop over the output made the grid (grid_cpu);
+* other ops with a lent kernel: that kernel run by one thread (serial.py, a fallback).
+Ops with neither raise Unsupported naming the op and the gpu backend. Lent kernels are the
+CPU backend's, reached through axle.codegen.kernel_library by name (this backend imports
+nothing of axle.backends.cpu); without that library only the ops above with kernels of
+their own compile.
 
-The scalar rules (scalar_ops.py, fastmath.py, ...) are reused as they are: they only use
-LLVM IR. Calls they make to libm or to LLVM intrinsics without an NVPTX lowering are
-caught before code generation (nvptx.check_calls), never by LLVM's fatal errors.
+The scalar rules (axle/codegen) are used as they are; what differs on NVPTX (math calls
+through libdevice, constants in the global address space, FMA) is the GpuTarget's
+(target.py). Calls left that NVPTX cannot lower are caught before code generation
+(nvptx.check_calls), never by LLVM's fatal errors.
 """
 from __future__ import annotations
 
@@ -27,15 +31,19 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
+from axle.backends.gpu.target import GPU
+from axle.codegen import elemental  # noqa: F401  (registers the element mappers: gather, ... fuse)
 from axle.codegen import scalar as S
+from axle.codegen.dot import DotDims, accumulator_type, check_dot
 from axle.codegen.emitter import FUSIBLE, Emitter, _ty
+from axle.codegen.kernel_library import library
 from axle.codegen.scalar import I8, I32, I64
+from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
 from axle.ir.core import Block, Operation
 from axle.ir.types import TensorType
 
-GLOBAL = 1  # NVPTX's global address space
-P8G = ir.PointerType(I8, addrspace=GLOBAL)
+P8G = ir.PointerType(I8, addrspace=GPU.buffer_addrspace)
 P8 = I8.as_pointer()
 
 # ops a reduce body may hold besides the scalar rules
@@ -66,19 +74,8 @@ class GpuProgram:
 
 
 class GpuEmitter(Emitter):
-    """The CPU emitter with globals in the global address space (NVPTX has no generic globals)."""
-
-    def global_bytes(self, data: bytes):
-        arr = ir.ArrayType(I8, len(data))
-        g = ir.GlobalVariable(self.module, arr, f"const_{self._globals}", addrspace=GLOBAL)
-        self._globals += 1
-        g.global_constant = True
-        g.linkage = "internal"
-        g.align = 16
-        g.initializer = ir.Constant(arr, bytearray(data))
-        # a generic pointer to it: what the emitter's bitcasts and GEPs expect
-        return ir.FormattedConstant(arr.as_pointer(), f"addrspacecast ({g.type} {g.get_reference()} to "
-                                                      f"{arr.as_pointer()})")
+    """The elemental emitter for the GpuTarget, with one hook: the next loop nest over a
+    given shape becomes the thread grid (grid_cpu)."""
 
     grid_hook = None  # (shape, fn(shape, body)): the next loop nest over `shape` becomes the grid
 
@@ -89,31 +86,6 @@ class GpuEmitter(Emitter):
             hook[1](list(shape), body)
             return
         super().loop_nest_range(shape, dim, lo, hi, body)
-
-    def intrinsic(self, name: str, t: ir.Type, args):
-        """Math intrinsics NVPTX cannot select (llvm.sin, llvm.exp, ... on any float type,
-        f16 included) become libdevice calls; the others stay intrinsics."""
-        from axle.backends.gpu.nvptx import _LIBDEVICE_INTRINSICS, find_libdevice
-        base = name[len("llvm."):] if name.startswith("llvm.") else None
-        if base in _LIBDEVICE_INTRINSICS and base != "powi" and find_libdevice() is not None \
-                and str(t) in ("half", "float", "double"):
-            return self.libm(_LIBDEVICE_INTRINSICS[base], args)
-        return super().intrinsic(name, t, args)
-
-    def libm(self, name: str, args):
-        """libm's `name` through libdevice (`__nv_name`, `__nv_namef`; half computes in f32),
-        linked when the PTX is made (nvptx.ir_to_ptx)."""
-        t = args[0].type
-        if str(t) == "half":
-            wide = self.libm(name, [self.b.fpext(a, S.F32) for a in args])
-            return self.b.fptrunc(wide, S.F16)
-        fname = {"float": f"__nv_{name}f", "double": f"__nv_{name}"}.get(str(t))
-        if fname is None:
-            raise Unsupported(f"math function '{name}' for {t} in the gpu backend")
-        fn = self.module.globals.get(fname)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(t, [a.type for a in args]), fname)
-        return self.b.call(fn, list(args))
 
 
 def _sreg(b: ir.IRBuilder, mod: ir.Module, name: str):
@@ -127,40 +99,45 @@ def _uses(block: Block) -> dict:
     uses: dict = {}
     for op in block.operations:
         for v in op.operands:
-            uses[id(v)] = uses.get(id(v), 0) + 1
+            uses[v] = uses.get(v, 0) + 1
     return uses
 
 
-def plan(block: Block) -> tuple[list, set]:
-    """The top-level ops that become kernels, and the ids of the values with a buffer."""
-    from axle.backends.cpu.compiler import KERNELS
+# ops with kernels of this backend's own (Builder.reduce, Builder.dot), lent kernels or not
+OWN_KERNELS = ("stablehlo.reduce", "stablehlo.dot_general")
+
+
+def plan(block: Block, kernels_table=None) -> tuple[list, set]:
+    """The top-level ops that become kernels, and the values with a buffer. `kernels_table`:
+    the lent kernels (op name -> definition), {} when there are none."""
+    KERNELS = _lent_kernels() if kernels_table is None else kernels_table
     ops, ret = block.operations[:-1], block.operations[-1]
     uses = _uses(block)
-    returned = {id(v) for v in ret.operands}
+    returned = set(ret.operands)
     forced = set()  # operands that kernels reading memory need in a buffer
     for op in ops:
         kd = KERNELS.get(op.name)
-        if kd is not None and kd.memory_operands and op.name != "stablehlo.reduce":
-            forced.update(id(v) for v in op.operands)
+        if op.name == "stablehlo.dot_general" or (kd is not None and kd.memory_operands
+                                                  and op.name != "stablehlo.reduce"):
+            forced.update(op.operands)
     want: set = set()
     kernels = []
     for op in ops:
         kd = KERNELS.get(op.name)
-        if op.name not in FUSIBLE and kd is None:
+        if op.name not in FUSIBLE and kd is None and op.name not in OWN_KERNELS:
             raise Unsupported(f"{op.where()}: not supported by the gpu backend yet")
         if not op.results:
             raise Unsupported(f"{op.where()}: not supported by the gpu backend yet (an op without results)")
         for r in op.results:
             if not isinstance(r.type, TensorType):
                 raise Unsupported(f"{op.where()}: result of type {r.type} is not supported by the gpu backend")
-        if op.name == "stablehlo.constant" and id(op.results[0]) not in returned:
+        if op.name == "stablehlo.constant" and op.results[0] not in returned:
             continue
-        fusible = op.name in FUSIBLE and len(op.results) == 1 and kd is None
-        if not fusible or any(id(r) in returned or id(r) in forced or uses.get(id(r), 0) > 1
-                              for r in op.results):
+        fusible = op.name in FUSIBLE and len(op.results) == 1 and kd is None and op.name not in OWN_KERNELS
+        if not fusible or any(r in returned or r in forced or uses.get(r, 0) > 1 for r in op.results):
             if kd is not None and kd.check is not None:
                 kd.check(op)
-            want.update(id(r) for r in op.results)
+            want.update(op.results)
             kernels.append(op)
     return kernels, want
 
@@ -168,14 +145,15 @@ def plan(block: Block) -> tuple[list, set]:
 class Builder:
     """Emits one LLVM module of ptx_kernel functions for a function's body."""
 
-    def __init__(self, block: Block, n_args: int, n_res: int):
+    def __init__(self, block: Block, n_args: int, n_res: int, kernels_table=None):
         self.mod = ir.Module(name="axle_gpu")
-        self.mod.triple = "nvptx64-nvidia-cuda"
+        GPU.setup_module(self.mod)
         self.block = block
-        self.slots: dict = {}  # id(value) -> buffer index
+        self.kernels_table = _lent_kernels() if kernels_table is None else kernels_table
+        self.slots: dict = {}  # value -> buffer index
         self.types: list = []
         for a in block.arguments:
-            self.slots[id(a)] = len(self.types)
+            self.slots[a] = len(self.types)
             self.types.append(_ty(a))
         self.n_args, self.n_res = n_args, n_res
         self.specs: list = []
@@ -190,13 +168,13 @@ class Builder:
             res_slots.append(self.n_args + k)
         for k, v in enumerate(ret.operands):
             owner = getattr(v, "owner", None)
-            if isinstance(owner, Operation) and id(v) not in self.slots and owner in kernels:
-                self.slots[id(v)] = self.n_args + k
+            if isinstance(owner, Operation) and v not in self.slots and owner in kernels:
+                self.slots[v] = self.n_args + k
         self.temps = []
         for op in kernels:
             for r in op.results:
-                if id(r) not in self.slots:
-                    self.slots[id(r)] = len(self.types)
+                if r not in self.slots:
+                    self.slots[r] = len(self.types)
                     self.types.append(_ty(r))
                     self.temps.append(_ty(r))
         return res_slots
@@ -208,12 +186,12 @@ class Builder:
         for a in fn.args:
             a.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        em = GpuEmitter(self.mod, b, {})
+        em = GpuEmitter(self.mod, b, {}, GPU)
         if self.em is not None:  # constants' globals are made once per module
             em._globals, em._const_globals = self.em._globals, self.em._const_globals
         self.em = em
-        for vid, slot in self.slots.items():
-            em.buffers[vid] = b.addrspacecast(fn.args[slot], P8)
+        for v, slot in self.slots.items():
+            em.buffers[id(v)] = b.addrspacecast(fn.args[slot], P8)  # (the Emitter's table is keyed by id)
         return fn, b, em
 
     def _grid_loop(self, b: ir.IRBuilder, n: int, body) -> None:
@@ -254,7 +232,6 @@ class Builder:
 
     def reduce(self, op: Operation, k: int) -> None:
         for o in (o for rg in op.regions for o in rg.blocks[0].operations):
-            from axle.codegen.scalar_ops import RULES
             if o.name not in RULES and o.name not in _BODY_OPS:
                 raise Unsupported(f"{o.where()} inside the body of {op.where()}: not supported by the gpu backend")
         name = f"k{k}_reduce"
@@ -298,9 +275,7 @@ class Builder:
     def dot(self, op: Operation, k: int) -> None:
         """dot_general: one thread per output element, summing over the contracting
         dimensions in index order in the accumulator type (as the CPU's generated dots)."""
-        from axle.backends.cpu.kernels import DotDims, _check_dot, accumulator_type
-        from axle.codegen.scalar_ops import RULES, convert
-        _check_dot(op)
+        check_dot(op)
         name = f"k{k}_dot_general"
         fn, b, em = self._function(name)
         lhs, rhs = op.operands
@@ -336,7 +311,6 @@ class Builder:
         """A CPU kernel whose outer loop nest runs over the result's elements, each computed
         on its own (reduce_window): that nest becomes the grid-stride loop, one thread per
         output element; the rest of the CPU's code is used as it is."""
-        from axle.backends.cpu.compiler import KERNELS
         from axle.backends.gpu.serial import SerialContext
         name = f"k{k}_{op.name.split('.')[-1]}"
         fn, b, em = self._function(name)
@@ -346,7 +320,7 @@ class Builder:
             self._grid_loop(em.b, _size(_ty(op.results[0])), lambda i: body(em.delinear(i, shape_)))
         em.grid_hook = (shape, grid)
         ctx = SerialContext(em, op, b.addrspacecast(fn.args[len(self.types)], P8))
-        KERNELS[op.name].fn(ctx, op)
+        self.kernels_table[op.name].fn(ctx, op)
         if em.grid_hook is not None:  # no loop over the result (e.g. a cumulative window):
             del self.mod.globals[name]  # drop this function, run the CPU kernel in one thread
             self.serial(op, k)
@@ -356,8 +330,7 @@ class Builder:
         self.specs.append(KernelSpec(name, op.name, op.where(), "grid", _size(_ty(op.results[0]))))
 
     def serial(self, op: Operation, k: int) -> None:
-        """One thread runs the CPU backend's kernel for op (serial.py)."""
-        from axle.backends.cpu.compiler import KERNELS
+        """One thread runs the lent kernel for op (serial.py)."""
         from axle.backends.gpu.serial import SerialContext
         name = f"k{k}_{op.name.split('.')[-1]}_serial"
         fn, b, em = self._function(name)
@@ -365,7 +338,7 @@ class Builder:
                        b.icmp_unsigned("==", _sreg(b, self.mod, "tid.x"), ir.Constant(I64, 0)))
         ctx = SerialContext(em, op, b.addrspacecast(fn.args[len(self.types)], P8))
         with b.if_then(first):
-            KERNELS[op.name].fn(ctx, op)
+            self.kernels_table[op.name].fn(ctx, op)
         self.scratch_bytes = max(self.scratch_bytes, ctx.scratch_used)
         em.b.ret_void()
         self.specs.append(KernelSpec(name, op.name, op.where(), "serial", 1, _size(_ty(op.operands[0]))
@@ -394,18 +367,24 @@ def _size(t: TensorType) -> int:
     return n
 
 
+def _lent_kernels() -> dict:
+    lib = library("cpu")
+    return dict(lib.kernels) if lib is not None else {}
+
+
 def emit_program(module, entry: str = "main") -> GpuProgram:
     """LLVM IR (text, NVPTX flavour) and kernel list for `entry` of an optimized module."""
-    from axle.backends.cpu.compiler import KERNELS, load_kernels
-    load_kernels()  # registers the scalar rules and element mappers
     from axle.passes.lower_quant import prepare_for_cpu
-    from axle.backends.cpu.prepare import prepare
-    module = prepare(prepare_for_cpu(module))
+    lib = library("cpu")  # kernels lent by the CPU backend (kernel_library), if present
+    module = prepare_for_cpu(module)
+    if lib is not None:
+        module = lib.prepare(module)  # the rewrites its kernels expect
+    table = dict(lib.kernels) if lib is not None else {}
     fn = module.function(entry)
     block = fn.body
     ret = block.operations[-1]
-    kernels, want = plan(block)
-    bld = Builder(block, len(block.arguments), len(ret.operands))
+    kernels, want = plan(block, table)
+    bld = Builder(block, len(block.arguments), len(ret.operands), table)
     res_slots = bld.assign(ret, kernels)
     for k, op in enumerate(kernels):
         try:
@@ -415,14 +394,14 @@ def emit_program(module, entry: str = "main") -> GpuProgram:
                 raise
             raise Unsupported(f"{op.where()}: not supported by the gpu backend yet: {e}") from e
     for j, v in enumerate(ret.operands):
-        if bld.slots.get(id(v)) != res_slots[j]:
+        if bld.slots.get(v) != res_slots[j]:
             bld.copy(v, res_slots[j], len(bld.specs))
     return GpuProgram(str(bld.mod), bld.specs, [_ty(a) for a in block.arguments],
                       [_ty(v) for v in ret.operands], bld.temps, res_slots, bld.mod, bld.scratch_bytes)
 
 
 def _emit_kernel(bld: Builder, op: Operation, k: int) -> None:
-    from axle.backends.cpu.compiler import KERNELS
+    KERNELS = bld.kernels_table
     if op.name == "stablehlo.reduce":
         bld.reduce(op, k)
     elif op.name == "stablehlo.dot_general":

@@ -1,7 +1,7 @@
-"""A correctness fallback: a CPU kernel (compiler.KERNELS) run by one GPU thread.
+"""A correctness fallback: a lent kernel (axle.codegen.kernel_library, the CPU's) run by one GPU thread.
 
 For ops the gpu backend has no parallel kernel for yet (scatter, sort, reduce_window,
-dot_general, convolution, gather, ...), the CPU backend's own kernel function is emitted
+convolution, ...), the CPU backend's own kernel function is emitted
 inside a ptx_kernel guarded by `blockIdx.x == 0 && threadIdx.x == 0`, with a small
 stand-in for the CPU's compile Context (`SerialContext`). The CPU kernels' loops are plain
 LLVM IR; anything they need that a GPU thread does not have (BLAS, host callbacks,
@@ -14,7 +14,7 @@ must replace with parallel ones (docs/gpu.md).
 from __future__ import annotations
 
 from axle.codegen import scalar as S
-from axle.codegen.emitter import _ty
+from axle.codegen.emitter import _ty, is_constant
 from axle.codegen.scalar import I8
 from axle.errors import Unsupported
 
@@ -44,16 +44,14 @@ class SerialContext:
 
     def buffer(self, v):
         if id(v) not in self.em.buffers:
-            from axle.backends.cpu.compiler import _constant_global
-            g = _constant_global(self.em, v)
+            g = self.em.constant_global(v)
             if g is not None:
                 return self.b.bitcast(g, I8.as_pointer())
             raise Unsupported(f"{self.op.where()}: an operand of this op has no buffer in the gpu backend")
         return self.em.buffers[id(v)]
 
     def has_buffer(self, v) -> bool:
-        from axle.backends.cpu.compiler import _is_constant
-        return id(v) in self.em.buffers or _is_constant(v)
+        return id(v) in self.em.buffers or is_constant(v)
 
     def same_buffer(self, a, b) -> bool:
         return False  # results never share an operand's buffer here
@@ -67,11 +65,10 @@ class SerialContext:
 
     def temp_ref(self, t, value=None, until=None):
         """Room for a temporary in the scratch buffer (64-byte aligned offsets)."""
-        from axle.backends.cpu.compiler import nbytes
         if self.scratch is None:
             raise Unsupported(f"{self.op.where()}: no scratch buffer for the gpu backend's fallback")
         off = self.scratch_used
-        self.scratch_used = off + (nbytes(t) + 63) // 64 * 64
+        self.scratch_used = off + (_nbytes(t) + 63) // 64 * 64
         return ("scratch", off)
 
     def resolve(self, ref):
@@ -86,3 +83,10 @@ class SerialContext:
     def __getattr__(self, name):
         raise Unsupported(f"{self.op.where()}: not supported by the gpu backend yet (its CPU kernel needs "
                           f"Context.{name}, which the one-thread fallback does not provide)")
+
+
+def _nbytes(t) -> int:
+    n = t.element_type.np_dtype.itemsize
+    for d in t.shape:
+        n *= d
+    return n

@@ -3,8 +3,8 @@
 A testing tool for machines without a GPU: the NVPTX-flavoured LLVM IR of a GpuProgram is
 retargeted to the host (the `ptx_kernel` convention dropped, the special registers
 tid/ntid/ctaid/nctaid read from a global the driver sets, global-address-space pointers
-kept: on x86 address space 1 is ordinary memory; libdevice's `__nv_X` calls libm's `X`), JIT-compiled with the CPU backend's
-LLVM setup, and each kernel is called once per (block, thread) of a small grid, in order.
+kept: on x86 address space 1 is ordinary memory; libdevice's `__nv_X` calls libm's `X`), JIT-compiled for the host here
+(`_host_jit`: llvmlite's LLJIT, never the CPU backend's setup), and each kernel is called once per (block, thread) of a small grid, in order.
 The kernels never synchronize between threads, so running the threads one after another
 computes what the device computes; it checks the index arithmetic of the grid-stride
 loops (every element written exactly once whatever the grid), the per-output-thread
@@ -41,6 +41,38 @@ def host_ir(llvm_ir: str) -> str:
     return text + "\n" + "\n".join(defs) + "\n"
 
 
+def _host_jit(text: str, exports: list):
+    """Verify, optimize (O2) and JIT-link host LLVM IR; returns (keep-alive handle, {name: address})."""
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = llvm.parse_assembly(text)
+    mod.verify()  # (an LLVM fatal error would kill the process)
+    tm = _host_machine()
+    mod.triple, mod.data_layout = llvm.get_process_triple(), str(tm.target_data)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+    pb.getModulePassManager().run(mod, pb)
+    lib = llvm.JITLibraryBuilder().add_ir(str(mod)).add_current_process()
+    for name in exports:
+        lib.export_symbol(name)
+    jit = llvm.create_lljit_compiler(_host_machine())  # (each JIT owns its machine)
+    _count[0] += 1
+    tracker = lib.link(jit, f"axle_sim_{_count[0]}")
+    return (jit, tracker), {name: tracker[name] for name in exports}
+
+
+_count = [0]
+
+
+def _host_machine():
+    """A target machine for this host's CPU and features (half conversions as F16C
+    instructions, not libgcc calls the JIT cannot resolve)."""
+    import llvmlite.binding as llvm
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2, reloc="pic",
+        codemodel="small")
+
+
 def _np_dtype(t: TensorType) -> np.dtype:
     return t.element_type.np_dtype
 
@@ -49,11 +81,10 @@ class Simulated:
     """A GpuProgram made callable on the host: `run(args) -> list of numpy results`."""
 
     def __init__(self, prog, block: int = 4, grid: int = 3):
-        from axle.backends.cpu.llvm_env import compile_ir
         self.prog = prog
         self.block, self.grid = block, grid
         names = [k.name for k in prog.kernels]
-        self._handle, self.addresses, _ = compile_ir(host_ir(prog.llvm_ir), names + ["axle_sim_regs"], opt=2)
+        self._handle, self.addresses = _host_jit(host_ir(prog.llvm_ir), names + ["axle_sim_regs"])
         n = len(prog.args) + len(prog.results) + len(prog.temps) + 1  # + scratch
         self.fns = {nm: ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n))(self.addresses[nm]) for nm in names}
         self.regs = (ctypes.c_int32 * 4).from_address(self.addresses["axle_sim_regs"])
