@@ -55,11 +55,11 @@ def from_bits(b: ir.IRBuilder, bits, et):
 
 
 def bitcast_wide(em, op, idx):
-    """One element of a width-changing bitcast_convert (called by the emitter)."""
-    from axle.codegen.emitter import _ty
+    """One element of a width-changing bitcast_convert (called by the emitter, which has
+    checked that operand and result are static tensors)."""
     b = em.b
     src_v = op.operands[0]
-    src, dst = _ty(src_v).element_type, _ty(op.results[0]).element_type
+    src, dst = src_v.type.element_type, op.results[0].type.element_type
     for et in (src, dst):
         S.reg_type(et)  # Unsupported for types without registers
     sw, dw = src.bitwidth, dst.bitwidth

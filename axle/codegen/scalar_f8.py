@@ -190,23 +190,6 @@ def total_order_key(b: ir.IRBuilder, x, et):
     return b.select(neg, b.sub(ir.Constant(I32, -1), mag), mag)
 
 
-def wrap_compare():
-    """TOTALORDER compares of 8-bit floats use the 8-bit patterns' keys."""
-    from axle.codegen.scalar_ops import _ICMP, RULES
-    base = RULES["stablehlo.compare"]
-    if getattr(base, "_f8_wrapped", False):
-        return
-
-    def compare(e, et, a, op):
-        if is_f8(et) and op.attr("compare_type") == "TOTALORDER":
-            keys = [total_order_key(e.b, x, et) for x in a]
-            return e.b.icmp_signed(_ICMP[op.attr("comparison_direction")], *keys)
-        return base(e, et, a, op)
-    compare._f8_wrapped = True
-    RULES["stablehlo.compare"] = compare
-
-
-
 def bitcast(b: ir.IRBuilder, x, src, dst):
     """bitcast_convert between 8-bit types where one side is an 8-bit float (registers: f32
     for those, i8 for 8-bit integers)."""

@@ -28,10 +28,10 @@ from llvmlite import ir
 from axle.codegen import scalar_f8
 from axle.codegen.scalar import F16, F32, F64, I32, reg_type
 from axle.codegen.scalar_f8 import narrow_float, round_to_odd_f32
-from axle.errors import Unsupported
 from axle.codegen.scalar_ops import (
-    COMPLEX_RULES, RULES, _cdiv, _cmul, _dispatcher, _libc, _narrow, _wide, im, make, re,
+    _ICMP, COMPLEX_RULES, RULES, _cdiv, _cmul, _dispatcher, _libc, _narrow, _wide, im, make, re,
 )
+from axle.errors import Unsupported
 
 # ---------------------------------------------------------------- a small f64 builder
 
@@ -573,4 +573,20 @@ def _mulhi(e, et, a, op):
 
 _register("chlo.mulhi", _mulhi)
 
-scalar_f8.wrap_compare()  # TOTALORDER compares of 8-bit floats read their bit patterns
+
+def _wrap_compare():
+    """TOTALORDER compares of 8-bit floats use the 8-bit patterns' keys."""
+    base = RULES["stablehlo.compare"]
+    if getattr(base, "_f8_wrapped", False):
+        return
+
+    def compare(e, et, a, op):
+        if scalar_f8.is_f8(et) and op.attr("compare_type") == "TOTALORDER":
+            keys = [scalar_f8.total_order_key(e.b, x, et) for x in a]
+            return e.b.icmp_signed(_ICMP[op.attr("comparison_direction")], *keys)
+        return base(e, et, a, op)
+    compare._f8_wrapped = True
+    RULES["stablehlo.compare"] = compare
+
+
+_wrap_compare()  # TOTALORDER compares of 8-bit floats read their bit patterns

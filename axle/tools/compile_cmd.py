@@ -242,7 +242,7 @@ def main(argv: Optional[list] = None) -> int:
     if a.emit is None:
         a.emit = "artifact" if a.output and a.output.endswith(".axle") else "summary"
     if a.backend == "gpu" or a.emit == "ptx":
-        from axle.backends.gpu.cli import emit_main
+        from axle.tools.gpu_cmd import emit_main
         return emit_main(a)
     if a.emit == "artifact":
         return _write_artifact(a)
