@@ -1,7 +1,7 @@
 """Indexing ops of the CPU backend: dynamic_update_slice and scatter (kernels; dynamic_slice
-and gather fuse: their element mappers are axle/codegen/elemental.py). Index arithmetic follows the spec's
-formulas; start indices are clamped where the spec clamps, and scatter skips updates
-whose target is out of bounds, so no access can leave its buffer.
+and gather fuse: their element mappers are in axle/codegen/elemental.py). Index arithmetic
+follows the spec's formulas; start indices are clamped where the spec clamps, and scatter
+skips updates whose target is out of bounds, so no access can leave its buffer.
 """
 from __future__ import annotations
 
