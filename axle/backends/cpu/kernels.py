@@ -5,7 +5,9 @@ Each is registered with `@kernel(op name)`; see compiler.py for the contract.
 from __future__ import annotations
 
 from axle.backends.cpu import scalar as S
-from axle.backends.cpu.compiler import Context, kernel, nbytes
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
+from axle.codegen.plans.arena import nbytes
 from axle.backends.cpu.emitter import _ty, element_mapper
 from axle.backends.cpu.scalar import Unsupported
 from axle.backends.cpu.scalar_ops import RULES, convert

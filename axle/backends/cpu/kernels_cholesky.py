@@ -10,7 +10,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.scalar import I1, Unsupported
 from axle.backends.cpu.scalar_ops import RULES, convert, im, make, re

@@ -12,7 +12,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import ROW_PRODUCERS, kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.kernels import accumulator_type
 from axle.backends.cpu.scalar import I1, Unsupported
@@ -273,6 +274,9 @@ def _direct_plan(op: Operation):
         if cout % cb == 0:
             return cb
     return None
+
+
+ROW_PRODUCERS["stablehlo.convolution"] = _direct_plan  # a pooling may compute its rows (fusion.py)
 
 
 def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:

@@ -20,7 +20,8 @@ from llvmlite import ir
 from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.backends.cpu import scalar as S
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.kernels_indexing import _index, gather_at
 from axle.backends.cpu.scalar import I1, I8, I64, Unsupported

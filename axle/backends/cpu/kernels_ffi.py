@@ -18,7 +18,7 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends import ffi
-from axle.backends.cpu.compiler import Context
+from axle.backends.cpu.context import Context
 from axle.backends.cpu.scalar import I8, I64, Unsupported
 from axle.ir import attributes as A
 from axle.ir.core import Operation

@@ -21,7 +21,8 @@ from llvmlite import ir
 
 from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
 from axle.ir.core import Operation

@@ -8,7 +8,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.emitter import _ty, element_mapper
 from axle.backends.cpu.scalar import I1, I64, Unsupported
 from axle.ir.core import Operation

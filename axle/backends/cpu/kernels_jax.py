@@ -17,7 +17,7 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import kernels_collective as _kc
-from axle.backends.cpu.compiler import Context
+from axle.backends.cpu.context import Context
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.scalar import I8, I64, Unsupported
 from axle.interpreter.jax_targets import ShapeAssertionError, check_shape_assertion

@@ -8,7 +8,8 @@ accumulated in f64 (complex in complex<f64>) and rounded once.
 from __future__ import annotations
 
 from axle.backends.cpu import scalar as S
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.scalar import Unsupported
 from axle.backends.cpu.scalar_ops import RULES, convert

@@ -17,7 +17,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.kernels import accumulator_type
 from axle.backends.cpu.kernels_indexing import _index

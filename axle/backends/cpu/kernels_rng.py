@@ -17,7 +17,8 @@ from llvmlite import ir
 
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.bitcast import from_bits
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.kernels_indexing import _index
 from axle.backends.cpu.scalar import I32, I64, Unsupported

@@ -28,7 +28,8 @@ import numpy as np
 from llvmlite import ir
 
 from axle import profiler as _profiler
-from axle.backends.cpu.compiler import ALIGN, KernelInfo, Program
+from axle.backends.cpu.program import KernelInfo, Program
+from axle.codegen.plans.arena import ALIGN
 from axle.backends.cpu.executable import CpuExecutable
 from axle.backends.cpu.scalar import I32, I64, Unsupported
 
@@ -143,7 +144,7 @@ class ProfiledExecutable(CpuExecutable):
     def __init__(self, module, entry: str = "main", pipeline=None, **options):
         options["profile"] = True
         self.calls: collections.deque = collections.deque(maxlen=self.max_calls)
-        self._timed: dict = {}  # id(program) -> its top-level kernels
+        self._timed: list = []  # (program, its top-level kernels' labels), one per compiled program
         super().__init__(module, entry, pipeline, **options)
 
     @property
@@ -187,9 +188,9 @@ def record_call(prof, ex: ProfiledExecutable, call: CallProfile, args) -> None:
     """Write a call and its kernels into a trace (kernel events nest inside the call's)."""
     prof.complete(f"execute @{ex.entry}", "execute", call.start_ns, call.end_ns,
                   dict(_profiler.call_args(args), profiled=True))
-    meta = ex._timed.get(id(call.program))
+    meta = next((m for p, m in ex._timed if p is call.program), None)
     if meta is None:
         meta = [(kernel_label(k, i), kernel_args(k, i)) for i, k in enumerate(call.kernels)]
-        ex._timed[id(call.program)] = meta
+        ex._timed.append((call.program, meta))
     for (name, kargs), s, e in zip(meta, call.starts.tolist(), call.ends.tolist()):
         prof.complete(name, "kernel", s, e, kargs)

@@ -171,10 +171,10 @@ class Builder:
         self.mod = ir.Module(name="axle_gpu")
         self.mod.triple = "nvptx64-nvidia-cuda"
         self.block = block
-        self.slots: dict = {}  # id(value) -> buffer index
+        self.slots: dict = {}  # value -> buffer index
         self.types: list = []
         for a in block.arguments:
-            self.slots[id(a)] = len(self.types)
+            self.slots[a] = len(self.types)
             self.types.append(_ty(a))
         self.n_args, self.n_res = n_args, n_res
         self.specs: list = []
@@ -189,13 +189,13 @@ class Builder:
             res_slots.append(self.n_args + k)
         for k, v in enumerate(ret.operands):
             owner = getattr(v, "owner", None)
-            if isinstance(owner, Operation) and id(v) not in self.slots and owner in kernels:
-                self.slots[id(v)] = self.n_args + k
+            if isinstance(owner, Operation) and v not in self.slots and owner in kernels:
+                self.slots[v] = self.n_args + k
         self.temps = []
         for op in kernels:
             for r in op.results:
-                if id(r) not in self.slots:
-                    self.slots[id(r)] = len(self.types)
+                if r not in self.slots:
+                    self.slots[r] = len(self.types)
                     self.types.append(_ty(r))
                     self.temps.append(_ty(r))
         return res_slots
@@ -211,8 +211,8 @@ class Builder:
         if self.em is not None:  # constants' globals are made once per module
             em._globals, em._const_globals = self.em._globals, self.em._const_globals
         self.em = em
-        for vid, slot in self.slots.items():
-            em.buffers[vid] = b.addrspacecast(fn.args[slot], P8)
+        for v, slot in self.slots.items():
+            em.buffers[v] = b.addrspacecast(fn.args[slot], P8)
         return fn, b, em
 
     def _grid_loop(self, b: ir.IRBuilder, n: int, body) -> None:
@@ -241,8 +241,8 @@ class Builder:
         r = op.results[0]
         t = _ty(r)
         et = t.element_type
-        dst = em.buffers[id(r)]
-        del em.buffers[id(r)]  # computed here, not read back
+        dst = em.buffers[r]
+        del em.buffers[r]  # computed here, not read back
 
         def body(i):
             idx = em.delinear(i, list(t.shape))
@@ -264,7 +264,7 @@ class Builder:
         in_t = _ty(inputs[0])
         out_t = _ty(op.results[0])
         kept = [d for d in range(in_t.rank) if d not in dims]
-        dsts = [em.buffers.pop(id(r)) for r in op.results]
+        dsts = [em.buffers.pop(r) for r in op.results]
         region = op.regions[0]
 
         def body(i):
@@ -308,7 +308,7 @@ class Builder:
         oet = ot.element_type
         acc_et = accumulator_type(oet)
         add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
-        dst = em.buffers.pop(id(op.results[0]))
+        dst = em.buffers.pop(op.results[0])
 
         def body(i):
             oidx = em.delinear(i, list(ot.shape)) if ot.rank else []
@@ -414,7 +414,7 @@ def emit_program(module, entry: str = "main") -> GpuProgram:
                 raise
             raise Unsupported(f"{op.where()}: not supported by the gpu backend yet: {e}") from e
     for j, v in enumerate(ret.operands):
-        if bld.slots.get(id(v)) != res_slots[j]:
+        if bld.slots.get(v) != res_slots[j]:
             bld.copy(v, res_slots[j], len(bld.specs))
     return GpuProgram(str(bld.mod), bld.specs, [_ty(a) for a in block.arguments],
                       [_ty(v) for v in ret.operands], bld.temps, res_slots, bld.mod, bld.scratch_bytes)
