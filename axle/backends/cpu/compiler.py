@@ -24,6 +24,7 @@ from axle.backends.cpu.abi import P8P, BufRef, emit_trampoline
 from axle.backends.cpu.context import Context, _constant_global, _is_constant
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.fusion import DUPLICATE_COST, MAX_FUSION_DEPTH
+from axle.backends.cpu.kernel_timer import KernelTimer
 from axle.backends.cpu.program import KernelInfo, Program
 from axle.backends.cpu.registry import KERNELS, KernelDef, check_supported, checking, is_elementwise, kernel
 from axle.backends.cpu.scalar import I8
@@ -76,7 +77,6 @@ def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) 
     ctx.buffer_plan = ctx.plans.buffers
     ctx.buffer_plan.n_args, ctx.buffer_plan.arena_slot = n_args, n_args + n_res
     if profile:
-        from axle.backends.cpu.profiling import KernelTimer
         ctx.timer = KernelTimer(ctx)
     for i, a in enumerate(block.arguments):
         ctx.em.buffers[a] = BufRef(i)

@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Optional
 
 from axle.backends.cpu import row_fusion
-from axle.backends.cpu.row_fusion import computed_here
 from axle.backends.cpu.costs import MOVES
 from axle.backends.cpu.emitter import _ty
 from axle.backends.cpu.registry import KERNELS, ROW_PRODUCERS, is_elementwise
+from axle.backends.cpu.row_fusion import computed_here
 from axle.codegen.plans.fusion import FusedKernel, FusionPlan, RowFusion
 from axle.codegen.plans.graph import fusion_of, op_deps
-from axle.ir.core import Block, Operation, Value
+from axle.ir.core import Block, Operation
 
 DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
 # A fused chain longer than this gets a buffer: the elemental emitter and the planners walk

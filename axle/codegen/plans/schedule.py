@@ -33,8 +33,9 @@ class Schedule:
 
     @property
     def reordered(self) -> bool:
-        return self.order is not self.program_order and [id(o) for o in self.order] != \
-            [id(o) for o in self.program_order]
+        return self.order is not self.program_order and (
+            len(self.order) != len(self.program_order)
+            or any(a is not b for a, b in zip(self.order, self.program_order)))
 
     def lines(self, names: ValueNames, numbers: Optional[dict] = None) -> list:
         n = len(self.order)
