@@ -28,7 +28,7 @@ import numpy as np
 
 from axle.backends.cpu.abi import BufRef
 from axle.backends.cpu.fusion import kernels_of
-from axle.backends.cpu.registry import KERNELS, is_elementwise
+from axle.backends.cpu.registry import KERNELS, keeps_positions
 from axle.codegen.plans.graph import deps, op_deps, reads
 from axle.ir.core import Block, Operation
 from axle.ir.types import TensorType
@@ -102,9 +102,7 @@ def _unsafe(block: Block, emitted: list, want: set, targets: dict, ret: Operatio
 
 def _pointwise(op: Operation, arg, want: set, block: Block, memo: dict) -> bool:
     """Whether elementwise kernel op reads `arg` only at the linear index it writes."""
-
-    def linear(o: Operation) -> bool:
-        return not o.regions and (is_elementwise(o) or o.name == "stablehlo.reshape")
+    linear = keeps_positions
     if len(op.results) != 1 or not linear(op):
         return False
     count = _numel(op.results[0].type)

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 from axle.backends.cpu.emitter import _ty
-from axle.backends.cpu.registry import KERNELS, KernelDef, is_elementwise
+from axle.backends.cpu.registry import KERNELS, KernelDef, keeps_positions
 from axle.codegen.plans.arena import nbytes
 from axle.codegen.plans.graph import deps, reads
 from axle.ir.core import Block, Operation, Value
@@ -28,9 +28,7 @@ def in_place_operand(op: Operation, want: set, block: Block, last_read: dict) ->
     kd = KERNELS.get(op.name)
     if kd is not None:
         return in_place_kernel_operand(op, kd, want, block, last_read)
-
-    def linear(o: Operation) -> bool:  # element i of o's result reads element i of its operands
-        return is_elementwise(o) or o.name == "stablehlo.reshape"
+    linear = keeps_positions  # element i of o's result reads element i of its operands
     if len(op.results) != 1 or not linear(op):
         return None
     rt = _ty(op.results[0])
@@ -65,7 +63,7 @@ def in_place_operand(op: Operation, want: set, block: Block, last_read: dict) ->
     return None
 
 
-def in_place_kernel_operand(op: Operation, kd: "KernelDef", want: set, block: Block,
+def in_place_kernel_operand(op: Operation, kd: KernelDef, want: set, block: Block,
                              last_read: dict) -> Optional[Value]:
     """Operand kd.in_place of kernel op, when its buffer can become the result's: it is a
     materialized value of this block of the result's size, op is its last reader, and no

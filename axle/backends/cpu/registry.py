@@ -65,6 +65,12 @@ def is_elementwise(o: Operation) -> bool:
     return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA)
 
 
+def keeps_positions(o: Operation) -> bool:
+    """An op whose element at row-major position i reads only position i of each operand of
+    its element count: elementwise ops and reshapes (in-place reuse and donation ask this)."""
+    return is_elementwise(o) or o.name == "stablehlo.reshape"
+
+
 # during one compilation: .checked: the blocks already checked
 _CHECKED = threading.local()
 
