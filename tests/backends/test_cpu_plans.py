@@ -261,3 +261,17 @@ def test_dump_to_writes_the_plans_beside_the_llvm_module(tmp_path, monkeypatch):
     """))
     flagged = (tmp_path / "flag" / "000.main.cpu.plans.txt").read_text()
     assert "reordered for peak memory" in flagged
+
+
+def test_axle_compile_emits_the_plans(tmp_path):
+    from axle.tools.compile_cmd import main
+    src = tmp_path / "m.mlir"
+    src.write_text(TWO_BRANCHES)
+    out = tmp_path / "plans.txt"
+    assert main([str(src), "--emit", "plans", "-o", str(out)]) == 0
+    filecheck(out.read_text(), directives("""
+    // CHECK-LABEL: fusion plan of @main
+    // CHECK: kernel 3 input [%z = constant, %tb = tanh, %d = reduce]
+    // CHECK-LABEL: schedule of @main: 4 kernels, reordered for peak memory
+    // CHECK-LABEL: buffer assignment: arena 65536 bytes at the peak
+    """))
