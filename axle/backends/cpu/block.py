@@ -31,7 +31,7 @@ def emit_planned_block(ctx, block: Block, results_into: Optional[list], level: i
         if top:
             ctx.plans.schedules.append((plan.fusion, plan.schedule))
     ret = block.operations[-1]
-    targets, until = plan.targets, plan.until
+    targets = plan.targets
     if top:
         ctx._result_pools([None if k in ctx.aliases else d for k, d in enumerate(results_into)],
                           list(ret.operands), plan.first_write)
