@@ -79,11 +79,11 @@ class Emitter:
         self.module = module
         self.b = builder
         self.target = target  # what differs between machines (target.py): math calls, FMA, globals
-        self.buffers = buffers  # id(value) -> ir pointer (i8*) of its buffer
+        self.buffers = buffers  # value -> ir pointer (i8*) of its buffer
         self._globals = 0
-        self._const_globals: dict = {}  # id(constant op) -> its global
-        self.scalars: dict = {}  # id(value) -> stack slot holding its value at the current row
-        # id(value) -> (f32* rows, first row, row count): a value of shape [N, H, ...] computed
+        self._const_globals: dict = {}  # constant op -> its global
+        self.scalars: dict = {}  # value -> stack slot holding its value at the current row
+        # value -> (f32* rows, first row, row count): a value of shape [N, H, ...] computed
         # a few rows (dimension 1, at one index of dimension 0) at a time into scratch
         # (kernels_window.py: a convolution's rows under its pooling)
         self.row_windows: dict = {}
@@ -175,13 +175,13 @@ class Emitter:
         if not is_constant(v):
             return None
         op = v.owner
-        g = self._const_globals.get(id(op))
+        g = self._const_globals.get(op)
         if g is None:
             from axle.limits import check_constant
             arr = op.attributes["value"].array
             check_constant(arr.size * arr.itemsize, "the constant", op)
             data = np.ascontiguousarray(arr.astype(np.uint8) if _ty(v).element_type.is_bool else arr).tobytes()
-            g = self._const_globals[id(op)] = self.global_bytes(data)
+            g = self._const_globals[op] = self.global_bytes(data)
         return g
 
     def alloca(self, t: ir.Type):
@@ -279,16 +279,16 @@ class Emitter:
     def value_at(self, v: Value, idx: list):
         t = _ty(v)
         et = t.element_type
-        slot = self.scalars.get(id(v))
+        slot = self.scalars.get(v)
         if slot is not None:  # a row-fused reduction: its value at this row (row_fusion.py)
             return self.b.load(slot)
-        win = self.row_windows.get(id(v))
+        win = self.row_windows.get(v)
         if win is not None:
             rows, first, count = win
             local = [self.b.sub(idx[1], first)] + list(idx[2:])
             return S.load(self.b, self.element_ptr(rows, et, self.linear(local, [count] + list(t.shape[2:]))), et)
-        if id(v) in self.buffers:
-            return S.load(self.b, self.element_ptr(self.buffers[id(v)], et, self.linear(idx, t.shape)), et)
+        if v in self.buffers:
+            return S.load(self.b, self.element_ptr(self.buffers[v], et, self.linear(idx, t.shape)), et)
         op = getattr(v, "owner", None)
         if not isinstance(op, Operation):
             raise Unsupported("block argument without a buffer")
@@ -414,12 +414,12 @@ class Emitter:
     # -- scalar regions (reduce bodies)
     def region_scalars(self, region, args: list) -> list:
         block = region.blocks[0]
-        env = {id(a): v for a, v in zip(block.arguments, args)}
+        env = {a: v for a, v in zip(block.arguments, args)}
         for op in block.operations:
             if op.name == "stablehlo.return":
-                return [env[id(v)] for v in op.operands]
+                return [env[v] for v in op.operands]
             r = RULES.get(op.name)
-            ins = [env[id(v)] if id(v) in env else self._outer_scalar(v) for v in op.operands]
+            ins = [env[v] if v in env else self._outer_scalar(v) for v in op.operands]
             if op.name == "stablehlo.convert":
                 out = convert(self, _ty(op.operands[0]).element_type, _ty(op.results[0]).element_type, ins[0])
             elif op.name == "stablehlo.constant":
@@ -435,7 +435,7 @@ class Emitter:
                 raise Unsupported(f"{op.where()} in a reduction body")
             else:
                 out = r(self, _ty(op.operands[-1]).element_type, ins, op)
-            env[id(op.results[0])] = S.finish(self.b, out, _ty(op.results[0]).element_type)
+            env[op.results[0]] = S.finish(self.b, out, _ty(op.results[0]).element_type)
         raise Unsupported("reduction body without a return")
 
     def _outer_scalar(self, v):

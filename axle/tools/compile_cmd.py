@@ -227,9 +227,11 @@ def build_parser(prog: str = "axle compile") -> argparse.ArgumentParser:
     ap.add_argument("-o", "--output", help="write here instead of stdout")
     ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                     help="gpu: --emit summary|llvm|ptx without a GPU (docs/gpu.md)")
-    ap.add_argument("--emit", choices=("summary", "llvm", "llvm-opt", "asm", "artifact", "sharding", "spmd", "ptx"),
+    ap.add_argument("--emit", choices=("summary", "plans", "llvm", "llvm-opt", "asm", "artifact", "sharding", "spmd",
+                                       "ptx"),
                     default=None,
-                    help="what to print (default: summary; artifact when -o ends in .axle: an "
+                    help="what to print (default: summary; plans: fusion plan, schedule and buffer "
+                         "assignment, docs/plans.md; artifact when -o ends in .axle: an "
                          "ahead-of-time executable for axle.load, docs/runtime.md)")
     ap.add_argument("--function", help="function to compile (default: @main)")
     ap.add_argument("--opt", type=int, default=3, choices=(0, 1, 2, 3), help="LLVM level for llvm-opt/asm")
@@ -253,6 +255,8 @@ def main(argv: Optional[list] = None) -> int:
         b = build(text, name, a.function, progress=True)
         if a.emit == "summary":
             out = fusion_summary(b.program, a.table, f"@{b.entry} of {name} after the cpu pipeline") + "\n"
+        elif a.emit == "plans":
+            out = str(b.program.plans)
         elif a.emit == "llvm":
             out = b.program.llvm_ir
         elif a.emit == "llvm-opt":

@@ -189,8 +189,8 @@ func.func @main(%x: tensor<64x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<64x2
 
 
 def test_kernels_are_scheduled_for_low_peak_memory(monkeypatch):
-    from axle.backends.cpu import compiler
     from axle.backends.cpu import executable as cpu_exe
+    from axle.backends.cpu import scheduling
     args = _rand((64, 64), (64, 256), (64, 256))
     exe = axle.compile(TWO_BRANCHES)
     assert exe.program.arena_bytes == 64 * 256 * 4
@@ -198,7 +198,7 @@ def test_kernels_are_scheduled_for_low_peak_memory(monkeypatch):
     want = axle.interpret(TWO_BRANCHES, *args)
     for got, ref in zip(exe(*args), want):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
-    monkeypatch.setattr(compiler, "SCHEDULE", False)  # program order: both dots live at once
+    monkeypatch.setattr(scheduling, "SCHEDULE", False)  # program order: both dots live at once
     cpu_exe.clear_memory_cache()
     from axle.backends.cpu import disk_cache
     with disk_cache.disabled():

@@ -86,15 +86,15 @@ def test_nested_while_loops_compile_in_linear_work(monkeypatch):
     re-collected every nested body at every level: quadratic), and loops nested deeper
     than OUTLINE_DEPTH get bodies of their own functions (LLVM's loop passes are quadratic
     in the nest depth within a function: depth 200 took 14.7 s)."""
-    from axle.backends.cpu import compiler, kernels_control
+    from axle.backends.cpu import kernels_control, plan
     from axle.backends.cpu.compiler import compile_function
     calls = []
-    real = compiler.check_supported
+    real = plan.check_supported
 
     def counting(block):
         calls.append(1)
         return real(block)
-    monkeypatch.setattr(compiler, "check_supported", counting)
+    monkeypatch.setattr(plan, "check_supported", counting)
     monkeypatch.setattr(kernels_control, "check_supported", counting)
     work = {}
     for depth in (20, 40):

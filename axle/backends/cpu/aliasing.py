@@ -26,6 +26,10 @@ from typing import Optional
 
 import numpy as np
 
+from axle.backends.cpu.abi import BufRef
+from axle.backends.cpu.fusion import kernels_of
+from axle.backends.cpu.registry import KERNELS, keeps_positions
+from axle.codegen.plans.graph import deps, op_deps, reads
 from axle.ir.core import Block, Operation
 from axle.ir.types import TensorType
 
@@ -33,8 +37,7 @@ from axle.ir.types import TensorType
 def plan_aliases(ctx, block: Block, ops: list, want: set, targets: dict, ret: Operation,
                  results_into: list, aliases: dict) -> dict:
     """The accepted pairs {result k: argument j}; their targets are rewritten to BufRef(j)."""
-    from axle.backends.cpu.compiler import BufRef, _kernels
-    emitted = _kernels(ops, want)
+    emitted = kernels_of(ops, want)
     accepted: dict = {}
     for k, j in sorted(aliases.items()):
         reason = _unsafe(block, emitted, want, targets, ret, results_into, k, j)
@@ -57,7 +60,6 @@ def _numel(t) -> int:
 def _unsafe(block: Block, emitted: list, want: set, targets: dict, ret: Operation,
             results_into: list, k: int, j: int) -> Optional[str]:
     """Why result k may not be written into argument j's memory, or None when it may."""
-    from axle.backends.cpu.compiler import KERNELS, _deps, _op_deps, _reads
     if j >= len(block.arguments) or k >= len(ret.operands):
         return "no such argument or result"
     arg, v = block.arguments[j], ret.operands[k]
@@ -70,27 +72,27 @@ def _unsafe(block: Block, emitted: list, want: set, targets: dict, ret: Operatio
     if v is arg:
         return None
     owner = getattr(v, "owner", None)
-    produced = isinstance(owner, Operation) and owner.parent is block and targets.get(id(v)) is results_into[k]
+    produced = isinstance(owner, Operation) and owner.parent is block and targets.get(v) is results_into[k]
     if not produced:
         if isinstance(owner, Block) or (isinstance(owner, Operation) and owner.name == "stablehlo.constant"):
             return None  # copied in after every kernel ran
         return "the result is a copy of a value computed elsewhere"
-    pos = {id(op): i for i, op in enumerate(emitted)}
-    if id(owner) not in pos:
+    pos = {op: i for i, op in enumerate(emitted)}
+    if owner not in pos:
         return "the result is not computed by its own kernel"
-    with_arg = want | {id(arg)}
+    with_arg = want | {arg}
     memo: dict = {}
     for op in emitted:
-        if pos[id(op)] > pos[id(owner)] and id(arg) in _op_deps(op, with_arg, block, memo):
+        if pos[op] > pos[owner] and arg in op_deps(op, with_arg, block, memo):
             return f"{op.name} at {op.where()} reads the argument after the result is written"
     kd = KERNELS.get(owner.name)
     if kd is not None:
         if kd.in_place is None or owner.operands[kd.in_place] is not arg:
             return f"{owner.name} does not update the argument in place"
-        for i, x in enumerate(_reads(owner)):
+        for i, x in enumerate(reads(owner)):
             if i == kd.in_place and x is arg:
                 continue
-            if x is arg or id(arg) in _deps(x, with_arg, block, memo):
+            if x is arg or arg in deps(x, with_arg, block, memo):
                 return f"{owner.name} reads the argument through another operand"
         return None
     if not _pointwise(owner, arg, want, block, memo):
@@ -100,22 +102,19 @@ def _unsafe(block: Block, emitted: list, want: set, targets: dict, ret: Operatio
 
 def _pointwise(op: Operation, arg, want: set, block: Block, memo: dict) -> bool:
     """Whether elementwise kernel op reads `arg` only at the linear index it writes."""
-    from axle.backends.cpu.compiler import _deps, is_elementwise
-
-    def linear(o: Operation) -> bool:
-        return not o.regions and (is_elementwise(o) or o.name == "stablehlo.reshape")
+    linear = keeps_positions
     if len(op.results) != 1 or not linear(op):
         return False
     count = _numel(op.results[0].type)
-    with_arg = want | {id(arg)}
+    with_arg = want | {arg}
     stack, seen = [op], set()
     while stack:
         o = stack.pop()
-        if id(o) in seen:
+        if o in seen:
             continue
-        seen.add(id(o))
+        seen.add(o)
         for x in o.operands:
-            if x is arg or id(x) in want:
+            if x is arg or x in want:
                 continue  # arg at the same index; or a materialized value (not arg's memory)
             owner = getattr(x, "owner", None)
             if not isinstance(owner, Operation) or owner.parent is not block:
@@ -123,6 +122,6 @@ def _pointwise(op: Operation, arg, want: set, block: Block, memo: dict) -> bool:
             xt = getattr(x, "type", None)
             if linear(owner) and isinstance(xt, TensorType) and xt.is_static and _numel(xt) == count:
                 stack.append(owner)
-            elif id(arg) in _deps(x, with_arg, block, memo):
+            elif arg in deps(x, with_arg, block, memo):
                 return False  # read through an index mapping (broadcast, slice, reduce...)
     return True

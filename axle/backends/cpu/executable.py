@@ -185,7 +185,8 @@ def _own_donated(args: list, alias: list, donate) -> list:
 def dump_llvm(program: Program, entry: str, dump_to: Optional[str] = None) -> Optional[str]:
     """Write the program's LLVM IR (before LLVM's optimizer) as NNN.<entry>.cpu.ll into the
     dump folder (`dump_to`, else AXLE_FLAGS' --dump_to), numbered in compile order; returns
-    the path written, or None when no folder is set. axle.tools.replay compares these."""
+    the path written, or None when no folder is set. axle.tools.replay compares these.
+    Beside it, NNN.<entry>.cpu.plans.txt: the fusion plan, schedule and buffer assignment."""
     from axle.flags import flag
     folder = dump_to or flag("dump_to")
     if not folder:
@@ -195,6 +196,9 @@ def dump_llvm(program: Program, entry: str, dump_to: Optional[str] = None) -> Op
     path = os.path.join(folder, f"{n:03d}.{entry}.cpu.ll")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(program.llvm_ir)
+    if program.plans is not None:
+        with open(path[:-len(".ll")] + ".plans.txt", "w", encoding="utf-8") as fh:
+            fh.write(str(program.plans))
     return path
 
 

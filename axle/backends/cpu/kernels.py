@@ -4,13 +4,15 @@ Each is registered with `@kernel(op name)`; see compiler.py for the contract.
 """
 from __future__ import annotations
 
-from axle.backends.cpu.compiler import Context, kernel, nbytes
 from axle.codegen import elemental  # noqa: F401  (real, imag, complex fuse: registers their element mappers)
 from axle.codegen import scalar as S
 from axle.codegen.dot import DotDims, accumulator_type, check_dot
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
+from axle.codegen.plans.arena import nbytes
 from axle.ir.core import Operation
 
 

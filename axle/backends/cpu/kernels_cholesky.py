@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I1
 from axle.codegen.scalar_ops import RULES, convert, im, make, re
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.types import TensorType, c128, f64
 
 

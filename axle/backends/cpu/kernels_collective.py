@@ -16,16 +16,16 @@ from __future__ import annotations
 import ctypes
 import threading
 from contextlib import contextmanager
-from typing import Optional
 
 import numpy as np
 from llvmlite import ir
 
 from axle import forks
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.core import Operation
 
 COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",

@@ -10,8 +10,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from axle.backends.cpu import status
-from axle.backends.cpu.compiler import P8P, BufRef, Context, check_supported, kernel
 from axle.codegen.emitter import _ty
+from axle.backends.cpu.abi import P8P, BufRef
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import check_supported, is_elementwise, kernel
+from axle.codegen.plans.graph import free_values, reads
 from axle.ir.core import Operation
 
 
@@ -35,10 +38,10 @@ def while_(ctx: Context, op: Operation) -> None:
     for v, dst in zip(op.operands, carried):
         ctx.copy(v, dst)
     # the buffers as entered (BufRefs where they are table buffers: valid in any function)
-    refs = [dict.__getitem__(em.buffers, id(r)) for r in op.results]
+    refs = [em.buffers.raw(r) for r in op.results]
     for blk in (cond.blocks[0], body.blocks[0]):
         for a, buf in zip(blk.arguments, refs):  # (refs: valid in every function)
-            em.buffers[id(a)] = buf
+            em.buffers[a] = buf
     rets = body.blocks[0].operations[-1].operands
     args = body.blocks[0].arguments
     through = [ret is arg for ret, arg in zip(rets, args)]
@@ -46,7 +49,7 @@ def while_(ctx: Context, op: Operation) -> None:
     tokens = [None if t or d else object() for t, d in zip(through, direct)]  # names the scratch buffers
     scratch = [carried[k] if direct[k] else None if through[k] else ctx.temp(_ty(r), tokens[k])
                for k, r in enumerate(op.results)]
-    scratch_refs = [refs[k] if direct[k] else None if through[k] else BufRef(*ctx._offsets[id(tokens[k])])
+    scratch_refs = [refs[k] if direct[k] else None if through[k] else BufRef(*ctx._offsets[tokens[k]])
                     for k in range(len(refs))]  # the same buffers, as refs
     head = b.append_basic_block("while.cond")
     loop = b.append_basic_block("while.body")
@@ -84,24 +87,23 @@ def _table_buffers_only(ctx: Context, op: Operation) -> bool:
     table in any function), not a pointer local to the function being emitted: its
     results' buffers, and those of the values from outside it that it reads (through
     fused producers)."""
-    from axle.backends.cpu.compiler import _free_values
     bufs = ctx.em.buffers
-    stack = list(op.results) + list(_free_values(op))
+    stack = list(op.results) + list(free_values(op))
     seen: set = set()
     while stack:
         v = stack.pop()
-        if id(v) in seen:
+        if v in seen:
             continue
-        seen.add(id(v))
-        if id(v) in bufs:
-            if not isinstance(dict.__getitem__(bufs, id(v)), BufRef):
+        seen.add(v)
+        if v in bufs:
+            if not isinstance(bufs.raw(v), BufRef):
                 return False
             continue
         owner = getattr(v, "owner", None)
         if isinstance(owner, Operation):  # a fused producer: what it reads
             stack.extend(owner.operands)
             if owner.regions:
-                stack.extend(_free_values(owner))
+                stack.extend(free_values(owner))
         else:
             return False  # a block argument without a buffer
     return True
@@ -113,7 +115,6 @@ def _updates_in_place(body, k: int) -> bool:
     argument k lies in the tree of single-use elementwise ops that P computes in its own
     loop, so that element i of the argument is read only while computing element i of the
     result (an accumulator `acc + f(...)` where f does not read acc)."""
-    from axle.backends.cpu.compiler import _reads, is_elementwise
     ret = body.operations[-1]
     res = ret.operands[k]
     arg = body.arguments[k]
@@ -125,25 +126,25 @@ def _updates_in_place(body, k: int) -> bool:
         return False
     uses: dict = {}
     for o in body.operations:  # a use inside o's regions counts as o's (o is not elementwise)
-        for v in _reads(o):  # (memoized: not a walk of every nested loop at every level)
-            uses.setdefault(id(v), []).append(o)
+        for v in reads(o):  # (memoized: not a walk of every nested loop at every level)
+            uses.setdefault(v, []).append(o)
 
     def linear(o) -> bool:
         return is_elementwise(o) and len(o.results) == 1 and list(_ty(o.results[0]).shape) == list(rt.shape)
     if not linear(p) or _ty(arg).element_type != rt.element_type:
         return False
-    tree = {id(p)}
+    tree = {p}
     stack = [p]
     while stack:  # single-use elementwise producers computed inside P's loop
         o = stack.pop()
         for v in o.operands:
             q = getattr(v, "owner", None)
-            if isinstance(q, Operation) and q.parent is body and linear(q) and len(uses.get(id(v), [])) == 1 \
-                    and id(q) not in tree:
-                tree.add(id(q))
+            if isinstance(q, Operation) and q.parent is body and linear(q) and len(uses.get(v, [])) == 1 \
+                    and q not in tree:
+                tree.add(q)
                 stack.append(q)
-    users = uses.get(id(arg), [])
-    return bool(users) and all(id(u) in tree and list(_ty(u.results[0]).shape) == list(rt.shape) for u in users)
+    users = uses.get(arg, [])
+    return bool(users) and all(u in tree and list(_ty(u.results[0]).shape) == list(rt.shape) for u in users)
 
 
 def _copy_elem(em, src, dst, t, idx):

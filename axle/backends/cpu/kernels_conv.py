@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen import scalar as S
 from axle.codegen.dot import accumulator_type
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I1
 from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import ROW_PRODUCERS, kernel
 from axle.ir.core import Operation
 
 
@@ -274,6 +275,9 @@ def _direct_plan(op: Operation):
         if cout % cb == 0:
             return cb
     return None
+
+
+ROW_PRODUCERS["stablehlo.convolution"] = _direct_plan  # a pooling may compute its rows (fusion.py)
 
 
 def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:

@@ -19,7 +19,6 @@ from llvmlite import ir
 
 from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen import scalar as S
 from axle.codegen.elemental import gather_at
 from axle.codegen.elemental import index_i64 as _index
@@ -27,6 +26,8 @@ from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I1, I8, I64
 from axle.codegen.scalar_ops import convert
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.core import Operation
 from axle.ir.types import i64
 

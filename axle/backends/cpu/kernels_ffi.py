@@ -18,9 +18,9 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends import ffi
-from axle.backends.cpu.compiler import Context
 from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType

@@ -21,10 +21,11 @@ from llvmlite import ir
 
 from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.core import Operation
 
 _TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen import scalar as S
 from axle.codegen.elemental import clamp as _clamp
 from axle.codegen.elemental import start_index as _start_index
 from axle.codegen.elemental import start_vector as _start_vector
 from axle.codegen.emitter import _ty
-from axle.codegen.scalar import I1, I64
+from axle.codegen.scalar import I1
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.core import Operation
 
 

@@ -17,10 +17,10 @@ import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import kernels_collective as _kc
-from axle.backends.cpu.compiler import Context
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
 from axle.interpreter.jax_targets import ShapeAssertionError, check_shape_assertion
 from axle.ir.core import Operation
 

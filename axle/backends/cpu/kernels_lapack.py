@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import KERNELS, Context, KernelDef
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import KERNELS, KernelDef
 from axle.backends.cpu.lapack_symbols import register_symbols, symbol_name
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 from axle.codegen import scalar as S

@@ -7,11 +7,12 @@ accumulated in f64 (complex in complex<f64>) and rounded once.
 """
 from __future__ import annotations
 
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.core import Operation
 from axle.ir.types import c128, f64
 

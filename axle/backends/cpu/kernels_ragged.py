@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen import scalar as S
 from axle.codegen.dot import accumulator_type
 from axle.codegen.elemental import index_i64 as _index
@@ -24,6 +23,8 @@ from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I1
 from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.core import Operation
 
 

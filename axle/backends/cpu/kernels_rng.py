@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import Context, kernel
 from axle.codegen import scalar as S
 from axle.codegen.bitcast import from_bits
 from axle.codegen.elemental import index_i64 as _index
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I32, I64
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.ir.core import Operation
 
 _ROTATIONS = [(13, 15, 26, 6), (17, 29, 16, 24)]

@@ -11,11 +11,12 @@ the previous step's carries, even when the body returns them in another order).
 """
 from __future__ import annotations
 
-from axle.backends.cpu.compiler import Context, check_supported, kernel
 from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I64
 from axle.errors import Unsupported
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import check_supported, kernel
 from axle.ir.core import Operation
 
 
@@ -70,10 +71,10 @@ def scan(ctx: Context, op: Operation) -> None:
     slices = []
     for v, a in zip(inputs, block.arguments[:n_in]):
         buf = ctx.temp(_ty(a))
-        em.buffers[id(a)] = buf
+        em.buffers[a] = buf
         slices.append(buf)
     for a, buf in zip(block.arguments[n_in:], carries):
-        em.buffers[id(a)] = buf
+        em.buffers[a] = buf
     out_scratch = [ctx.temp(_ty(a)) for a in block.operations[-1].operands[:n_out]]
     carry_scratch = [ctx.temp(_ty(r)) for r in finals]
 

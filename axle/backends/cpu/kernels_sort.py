@@ -50,11 +50,11 @@ def _root(op: Operation) -> Operation:
 def top_k_reads(op: Operation, dim: int) -> Optional[int]:
     """k when every reader of op's results (anywhere in the function) is a stride-1 slice of
     positions [0, k) along `dim` and all of the other dimensions, the same k for all; else None."""
-    mine = {id(r): r for r in op.results}
+    mine = set(op.results)
     k = None
     for o in _root(op).walk():
         for v in o.operands:
-            if id(v) not in mine:
+            if v not in mine:
                 continue
             if o.name != "stablehlo.slice":
                 return None

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu.compiler import Context, kernel
+from axle.backends.cpu.context import Context
+from axle.backends.cpu.registry import kernel
 from axle.backends.cpu.kernels import Accumulators, _check_reduce
 from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
@@ -59,7 +60,7 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     for w in wdims:
         window_size *= w
     shape = list(out_ts[0].shape)
-    conv = ctx.conv_rows.get(id(op))
+    conv = ctx.conv_rows.get(op)
     if conv is not None:
         _pool_convolution_rows(ctx, op, conv, body, window_size)
         return
@@ -73,7 +74,7 @@ def reduce_window(ctx: Context, op: Operation) -> None:
 
 def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, window_size: int) -> None:
     """reduce_window over an elementwise epilogue of a convolution that has no buffer
-    (compiler._pooled_convolution): per output row (n, py), the window's convolution rows
+    (fusion.pooled_convolution): per output row (n, py), the window's convolution rows
     py * stride .. + window - 1 are computed into scratch on the stack (DirectConv.row), the
     epilogue and the pooling read them there (Emitter.row_windows). Rows are shared across
     threads; each convolution row is computed once."""
@@ -101,9 +102,9 @@ def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, w
             first = b.mul(py, c64(sh))
             em.for_range_dynamic(c64(0), c64(wh), lambda j: d.row(  # one copy of the row code
                 n, ctx.b.add(first, j), ctx.b.gep(scratch, [ctx.b.mul(j, c64(row_floats))], inbounds=True)))
-            em.row_windows[id(value)] = (scratch, first, wh)
+            em.row_windows[value] = (scratch, first, wh)
             em.loop_nest([pw, f], lambda inner: body([n, py] + list(inner)))
-            del em.row_windows[id(value)]
+            del em.row_windows[value]
         em.for_range_dynamic(lo, hi, row)
     split_ranges(ctx, n_ * ph, d.work + n_ * ph * pw * f * window_size, rows)
     d.release()

@@ -25,59 +25,11 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from llvmlite import ir
 
 from axle import profiler as _profiler
-from axle.backends.cpu.compiler import ALIGN, KernelInfo, Program
 from axle.backends.cpu.executable import CpuExecutable
-from axle.codegen.scalar import I32, I64
-from axle.errors import Unsupported
-
-TIMESPEC = ir.LiteralStructType([I64, I64])  # struct timespec on 64-bit Unix: {time_t tv_sec; long tv_nsec}
-
-
-class KernelTimer:
-    """Emits the clock reads around top-level kernels (Context.timer while profiling)."""
-
-    def __init__(self, ctx):
-        if _profiler.CLOCK_ID is None or ctypes.sizeof(ctypes.c_long) != 8:
-            raise Unsupported("profile=True needs clock_gettime and a 64-bit timespec (64-bit Unix)")
-        self.ctx = ctx
-        self.count = 0
-        b, mod = ctx.b, ctx.mod
-        self.ts = b.alloca(TIMESPEC, name="profile_ts")
-        self.offset = ir.GlobalVariable(mod, I64, "axle_profile_offset")  # set by finish()
-        self.offset.global_constant = True
-        self.offset.linkage = "internal"
-        base = b.gep(ctx.arena, [b.load(self.offset)], inbounds=True)
-        self.base = b.bitcast(base, I64.as_pointer(), name="profile_times")
-        self.clock = ir.Function(mod, ir.FunctionType(I32, [I32, TIMESPEC.as_pointer()]), "clock_gettime")
-
-    def _stamp(self, slot: int) -> None:
-        b = self.ctx.b
-        b.call(self.clock, [ir.Constant(I32, _profiler.CLOCK_ID), self.ts])
-        zero = ir.Constant(I32, 0)
-        sec = b.load(b.gep(self.ts, [zero, zero], inbounds=True))
-        nsec = b.load(b.gep(self.ts, [zero, ir.Constant(I32, 1)], inbounds=True))
-        t = b.add(b.mul(sec, ir.Constant(I64, 1_000_000_000)), nsec)
-        b.store(t, b.gep(self.base, [ir.Constant(I64, slot)], inbounds=True))
-
-    def start(self) -> None:
-        self._stamp(2 * self.count)
-
-    def stop(self) -> None:
-        self._stamp(2 * self.count + 1)
-        self.count += 1
-
-    def finish(self) -> int:
-        """Reserve the times after the temporaries; returns their arena offset."""
-        ctx = self.ctx
-        off = (ctx.offset + ALIGN - 1) // ALIGN * ALIGN
-        ctx.offset = off + max(16 * self.count, 8)
-        self.offset.initializer = ir.Constant(I64, off)
-        ctx.cacheable = False  # keep profiled programs (and their kernel metadata) out of the disk cache
-        return off
-
+from axle.backends.cpu.kernel_timer import TIMESPEC, KernelTimer  # noqa: F401  (emitted by the compiler)
+from axle.backends.cpu.program import KernelInfo, Program
 
 def top_level_kernels(program: Program) -> list:
     """The kernels the profile times, in program order (one pair of times each)."""
@@ -144,7 +96,7 @@ class ProfiledExecutable(CpuExecutable):
     def __init__(self, module, entry: str = "main", pipeline=None, **options):
         options["profile"] = True
         self.calls: collections.deque = collections.deque(maxlen=self.max_calls)
-        self._timed: dict = {}  # id(program) -> its top-level kernels
+        self._timed: list = []  # (program, its top-level kernels' labels), one per compiled program
         super().__init__(module, entry, pipeline, **options)
 
     @property
@@ -188,9 +140,9 @@ def record_call(prof, ex: ProfiledExecutable, call: CallProfile, args) -> None:
     """Write a call and its kernels into a trace (kernel events nest inside the call's)."""
     prof.complete(f"execute @{ex.entry}", "execute", call.start_ns, call.end_ns,
                   dict(_profiler.call_args(args), profiled=True))
-    meta = ex._timed.get(id(call.program))
+    meta = next((m for p, m in ex._timed if p is call.program), None)
     if meta is None:
         meta = [(kernel_label(k, i), kernel_args(k, i)) for i, k in enumerate(call.kernels)]
-        ex._timed[id(call.program)] = meta
+        ex._timed.append((call.program, meta))
     for (name, kargs), s, e in zip(meta, call.starts.tolist(), call.ends.tolist()):
         prof.complete(name, "kernel", s, e, kargs)

@@ -28,10 +28,10 @@ sum of exp(x - max) reads the max).
 """
 from __future__ import annotations
 
-from typing import Optional
 
-from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
+from axle.backends.cpu.registry import KERNELS, is_elementwise
+from axle.codegen.plans.fusion import RowFusion
 from axle.ir.core import Block, Operation, Value
 
 UNKNOWN = None  # an index not expressible in the host's outer indices
@@ -44,20 +44,19 @@ def _shape(v: Value) -> list:
 def _collect(v: Value, m: list, targets: set, want: set, block: Block, out: dict, seen: set,
              root: bool = False) -> None:
     """v is read at index m (per dimension of v: a host dimension, -1 for index 0, or
-    UNKNOWN); record in out[id(t)] the index maps at which each target value t is read."""
-    key = (id(v), tuple(m))
+    UNKNOWN); record in out[t] the index maps at which each target value t is read."""
+    key = (v, tuple(m))
     if key in seen:
         return
     seen.add(key)
-    if id(v) in targets:
-        out.setdefault(id(v), set()).add(tuple(m))
+    if v in targets:
+        out.setdefault(v, set()).add(tuple(m))
         return
     o = getattr(v, "owner", None)
-    if (id(v) in want and not root) or not isinstance(o, Operation) or o.parent is not block \
+    if (v in want and not root) or not isinstance(o, Operation) or o.parent is not block \
             or o.name == "stablehlo.constant":
         return
     vs = _shape(v)
-    from axle.backends.cpu.compiler import is_elementwise
     if is_elementwise(o):
         for x in o.operands:
             xs = _shape(x)
@@ -92,8 +91,8 @@ def _collect(v: Value, m: list, targets: set, want: set, block: Block, out: dict
         for inner in (r.blocks[0].operations if r.blocks else []):
             for w in inner.walk():
                 for x in w.operands:
-                    if id(x) in targets:
-                        out.setdefault(id(x), set()).add(None)
+                    if x in targets:
+                        out.setdefault(x, set()).add(None)
 
 
 def _reads_of(root_inputs: list, targets: set, want: set, block: Block, root: bool = False) -> dict:
@@ -119,47 +118,47 @@ def _candidate(op: Operation) -> bool:
 
 
 def plan(ops: list, want: set, targets: dict, returned: set, block: Block, deps) -> dict:
-    """Decide the row fusions of a block: {id(host op): (outer rank K, [reduce ops in program
-    order])}. Row-fused results are removed from `want` (they get no buffer; the host reads
-    them from stack slots). `deps(op)` gives the ids of materialized values op reads."""
-    from axle.backends.cpu.compiler import KERNELS
-    emitted = [o for o in ops if any(id(r) in want for r in o.results)]
+    """Decide the row fusions of a block: {host op: RowFusion(outer rank K, [reduce ops in
+    program order], index maps, kept)}. Row-fused results are removed from `want` (they get
+    no buffer; the host reads them from stack slots). `deps(op)` gives the materialized
+    values op reads."""
+    emitted = [o for o in ops if any(r in want for r in o.results)]
     readers: dict = {}
     for o in emitted:
         for d in deps(o):
             readers.setdefault(d, []).append(o)
-    host_of: dict = {}  # id(reduce) -> host op
-    map_of: dict = {}  # id(reduce result) -> its index in host dimensions
-    outer: dict = {}  # id(host) -> K
+    host_of: dict = {}  # reduce -> host op
+    map_of: dict = {}  # reduce result -> its index in host dimensions
+    outer: dict = {}  # host -> K
     for red in reversed(emitted):
         if not _candidate(red):
             continue
         r = red.results[0]
-        if id(r) in targets or id(r) in returned:
+        if r in targets or r in returned:
             continue
-        rs = readers.get(id(r), [])
+        rs = readers.get(r, [])
         if not rs:
             continue
-        hosts = {id(host_of.get(id(e), e)) for e in rs}
+        hosts = {host_of.get(e, e) for e in rs}
         if len(hosts) != 1:
             continue
-        host = host_of.get(id(rs[0]), rs[0])
+        host = host_of.get(rs[0], rs[0])
         if KERNELS.get(host.name) is not None or len(host.results) != 1 or not _ty(host.results[0]).is_static:
             continue
         hshape = _shape(host.results[0])
         maps = set()
         for e in rs:
             if e is host:
-                found = _reads_of([(host.results[0], list(range(len(hshape))))], {id(r)}, want, block, root=True)
-                maps |= found.get(id(r), {None})
+                found = _reads_of([(host.results[0], list(range(len(hshape))))], {r}, want, block, root=True)
+                maps |= found.get(r, {None})
             else:  # a reduction fused into the same host: compose with its own index map
                 n = len(e.results)
                 in_shape = _shape(e.operands[0])
                 dims = set(e.attr("dimensions"))
                 kept = [d for d in range(len(in_shape)) if d not in dims]
-                em_map = map_of[id(e.results[0])]
-                found = _reads_of([(x, list(range(len(in_shape)))) for x in e.operands[:n]], {id(r)}, want, block)
-                for m in found.get(id(r), {None}):
+                em_map = map_of[e.results[0]]
+                found = _reads_of([(x, list(range(len(in_shape)))) for x in e.operands[:n]], {r}, want, block)
+                for m in found.get(r, {None}):
                     if m is None or any(d is UNKNOWN or (d >= 0 and d not in kept) for d in m):
                         maps.add(None)
                     else:
@@ -171,26 +170,25 @@ def plan(ops: list, want: set, targets: dict, returned: set, block: Block, deps)
             continue
         used = {d for d in m if d >= 0}
         k = max(used) + 1 if used else 0
-        if k == 0 or used != set(range(k)) or outer.get(id(host), k) != k:
+        if k == 0 or used != set(range(k)) or outer.get(host, k) != k:
             continue
         if any(_shape(r)[j] != hshape[d] for j, d in enumerate(m) if d >= 0):
             continue
-        host_of[id(red)] = host
-        map_of[id(r)] = m
-        outer[id(host)] = k
+        host_of[red] = host
+        map_of[r] = m
+        outer[host] = k
     plans: dict = {}
-    order = {id(o): i for i, o in enumerate(ops)}
-    for red_id, host in host_of.items():
-        plans.setdefault(id(host), (outer[id(host)], []))[1].append(next(o for o in emitted if id(o) == red_id))
-    for k, (kk, reds) in plans.items():
-        reds.sort(key=lambda o: order[id(o)])
+    order = {o: i for i, o in enumerate(ops)}
+    for red, host in host_of.items():
+        plans.setdefault(host, (outer[host], []))[1].append(red)
+    for host, (kk, reds) in plans.items():
+        reds.sort(key=lambda o: order[o])
         for red in reds:
-            want.discard(id(red.results[0]))
+            want.discard(red.results[0])
     out = {}
-    for k, (kk, reds) in plans.items():
-        host = next(o for o in emitted if id(o) == k)
-        maps = {id(red.results[0]): map_of[id(red.results[0])] for red in reds}
-        out[k] = (kk, reds, maps, _row_kept(host, kk, reds, maps, want, block))
+    for host, (kk, reds) in plans.items():
+        maps = {red.results[0]: map_of[red.results[0]] for red in reds}
+        out[host] = RowFusion(kk, reds, maps, _row_kept(host, kk, reds, maps, want, block))
     return out
 
 
@@ -203,22 +201,21 @@ def _row_kept(host: Operation, k: int, reds: list, maps: dict, want: set, block:
     aside, its shape, so that each element has the same row-major position in both; the
     host must read it only at its own index, and the reduction must run over exactly the
     host's inner (row) dimensions."""
-    from axle.backends.cpu.compiler import _computed_here
     hshape = _shape(host.results[0])
     ident = list(range(len(hshape)))
     # the last first: a later reduction's input usually builds on an earlier one's (the
     # masked softmax's exp(select(...) - max) on select(...)), so keeping it saves the most
     for red in reversed(reds):
         v = red.operands[0]
-        if not _computed_here(v, block):
+        if not computed_here(v, block):
             continue  # an argument, a constant or a kernel's result: read from memory anyway
         vs = _shape(v)
-        if len(red.operands) != 2 or id(v) in want or [n for n in vs if n != 1] != [n for n in hshape if n != 1] \
+        if len(red.operands) != 2 or v in want or [n for n in vs if n != 1] != [n for n in hshape if n != 1] \
                 or _ty(v).element_type != _ty(host.results[0]).element_type:
             continue
         # the host's own reads (the fused reductions are computed before the row, apart)
-        stops = want | {id(x.results[0]) for x in reds}
-        found = _reads_of([(host.results[0], ident)], {id(v)}, stops, block, root=True).get(id(v), set())
+        stops = want | {x.results[0] for x in reds}
+        found = _reads_of([(host.results[0], ident)], {v}, stops, block, root=True).get(v, set())
         if len(found) != 1:
             continue
         m = next(iter(found))
@@ -239,38 +236,8 @@ def _same_position(m: tuple, vs: list, hshape: list) -> bool:
     return all(x is not UNKNOWN for x in m) and [m[d] for d in big_v] == big_h
 
 
-def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: Optional[Value] = None) -> None:
-    """Compute reduction `red` at the element its index map picks from the host's outer
-    indices `row`, into a stack slot that value_at reads (ctx.em.scalars). With `keep`
-    (the host's result; see _row_kept), each input value is also stored into it at the
-    input's index."""
-    from axle.backends.cpu.kernels import Accumulators, _simple_float_add
-    em = ctx.em
-    n = len(red.results)
-    inputs, inits = red.operands[:n], red.operands[n:]
-    dims = sorted(red.attr("dimensions"))
-    in_t = _ty(inputs[0])
-    kept = [d for d in range(in_t.rank) if d not in dims]
-    out_idx = [em.const_i64(0) if d < 0 else row[d] for d in index_map]
-    acc = Accumulators(ctx, red, inits)
-    reassoc = _simple_float_add(red) and dims[-1] == in_t.rank - 1
-
-    def inner(red_idx):
-        full: list = [None] * in_t.rank
-        for d, i in zip(kept, out_idx):
-            full[d] = i
-        for d, i in zip(dims, red_idx):
-            full[d] = i
-        values = [em.value_at(v, full) for v in inputs]
-        if keep is not None:  # at the input's row-major position: the same in keep (_row_kept)
-            et = _ty(keep).element_type
-            S.store(em.b, values[0], em.element_ptr(ctx.buffer(keep), et, em.linear(full, in_t.shape)), et)
-        if reassoc:
-            b = em.b
-            total = b.fadd(b.load(acc.slots[0]), values[0])
-            total.flags.append("reassoc")
-            b.store(total, acc.slots[0])
-        else:
-            acc.combine(values)
-    em.loop_nest([in_t.shape[d] for d in dims], inner)
-    em.scalars[id(red.results[0])] = acc.slots[0]
+def computed_here(v: Value, block: Block) -> bool:
+    """v is the result of an elementwise-fusible op of `block` (no kernel of its own)."""
+    o = getattr(v, "owner", None)
+    return isinstance(o, Operation) and o.parent is block and KERNELS.get(o.name) is None \
+        and o.name != "stablehlo.constant"

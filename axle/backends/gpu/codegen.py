@@ -191,7 +191,7 @@ class Builder:
             em._globals, em._const_globals = self.em._globals, self.em._const_globals
         self.em = em
         for v, slot in self.slots.items():
-            em.buffers[id(v)] = b.addrspacecast(fn.args[slot], P8)  # (the Emitter's table is keyed by id)
+            em.buffers[v] = b.addrspacecast(fn.args[slot], P8)
         return fn, b, em
 
     def _grid_loop(self, b: ir.IRBuilder, n: int, body) -> None:
@@ -220,8 +220,8 @@ class Builder:
         r = op.results[0]
         t = _ty(r)
         et = t.element_type
-        dst = em.buffers[id(r)]
-        del em.buffers[id(r)]  # computed here, not read back
+        dst = em.buffers[r]
+        del em.buffers[r]  # computed here, not read back
 
         def body(i):
             idx = em.delinear(i, list(t.shape))
@@ -242,7 +242,7 @@ class Builder:
         in_t = _ty(inputs[0])
         out_t = _ty(op.results[0])
         kept = [d for d in range(in_t.rank) if d not in dims]
-        dsts = [em.buffers.pop(id(r)) for r in op.results]
+        dsts = [em.buffers.pop(r) for r in op.results]
         region = op.regions[0]
 
         def body(i):
@@ -284,7 +284,7 @@ class Builder:
         oet = ot.element_type
         acc_et = accumulator_type(oet)
         add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
-        dst = em.buffers.pop(id(op.results[0]))
+        dst = em.buffers.pop(op.results[0])
 
         def body(i):
             oidx = em.delinear(i, list(ot.shape)) if ot.rank else []

@@ -43,15 +43,15 @@ class SerialContext:
         return self.em.b
 
     def buffer(self, v):
-        if id(v) not in self.em.buffers:
+        if v not in self.em.buffers:
             g = self.em.constant_global(v)
             if g is not None:
                 return self.b.bitcast(g, I8.as_pointer())
             raise Unsupported(f"{self.op.where()}: an operand of this op has no buffer in the gpu backend")
-        return self.em.buffers[id(v)]
+        return self.em.buffers[v]
 
     def has_buffer(self, v) -> bool:
-        return id(v) in self.em.buffers or is_constant(v)
+        return v in self.em.buffers or is_constant(v)
 
     def same_buffer(self, a, b) -> bool:
         return False  # results never share an operand's buffer here

@@ -1,0 +1,204 @@
+"""The CPU backend's fusion decisions for one block, made before any code is emitted.
+
+An op's value is *materialized* (given a buffer) when it is returned, has several users
+and costs more than DUPLICATE_COST ops per element to compute again in each, is produced
+by a kernel (an op with a kernel of its own), is read by a kernel that wants memory
+operands (dot, sort, ...), or ends a fused chain MAX_FUSION_DEPTH long. Every other
+fusible op is computed inside the loop of whoever reads it (the elemental emitter). At
+the top level, two more fusions remove buffers: a convolution read only by a pooling is
+computed a few rows at a time inside the pooling's kernel (pooled convolution), and
+row reductions read along their rows are computed inside their reader's row loop (row
+fusion, row_fusion.py). The result is a FusionPlan (codegen/plans/fusion.py).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from axle.backends.cpu import row_fusion
+from axle.backends.cpu.costs import MOVES
+from axle.codegen.emitter import _ty
+from axle.backends.cpu.registry import KERNELS, ROW_PRODUCERS, is_elementwise
+from axle.backends.cpu.row_fusion import computed_here
+from axle.codegen.plans.fusion import FusedKernel, FusionPlan, RowFusion
+from axle.codegen.plans.graph import fusion_of, op_deps
+from axle.ir.core import Block, Operation
+
+DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
+# A fused chain longer than this gets a buffer: the elemental emitter and the planners walk
+# fused producers recursively (a 5000-op elementwise chain was a RecursionError)
+MAX_FUSION_DEPTH = 64
+POOL_SCRATCH_BYTES = 64 * 1024  # most stack per thread for the convolution rows of one pooled row
+
+LIBRARY = ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.fft",
+           "stablehlo.cholesky", "stablehlo.triangular_solve")
+CONTROL = ("stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call")
+REDUCTIONS = ("stablehlo.reduce", "stablehlo.reduce_window")
+
+
+def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: dict) -> set:
+    """The values of `ops` that get a buffer (see the module docstring). `targets`: values
+    written straight into a given buffer; `to_return`: values returned by a block whose
+    results have no buffers given (they must have their own)."""
+    want: set = set()
+    cost: dict = {}  # value -> ops recomputed per element when it is read fused
+    depth: dict = {}  # value -> length of the fused chain computing it
+    for op in ops:
+        kd = KERNELS.get(op.name)
+        chain = 1 + max((depth.get(v, 0) for v in op.operands if v not in want), default=0)
+        cheap = op.name == "stablehlo.constant"  # read in place (splat or global data)
+        if kd is None:
+            c = (0 if op.name in MOVES else 1) + sum(cost.get(v, 0) for v in op.operands if v not in want)
+        for r in op.results:
+            if kd is not None or r in targets or r in to_return:
+                want.add(r)
+            elif uses.get(r, 0) > 1 and not cheap:
+                # several readers: recompute it in each (as XLA duplicates cheap producers
+                # into consumers) when that costs at most DUPLICATE_COST ops per element,
+                # else give it a buffer
+                if c > DUPLICATE_COST:
+                    want.add(r)
+                else:
+                    cost[r] = c
+            else:
+                cost[r] = c if kd is None else 0
+            if chain > MAX_FUSION_DEPTH:  # the emitter recurses once per fused op
+                want.add(r)
+            depth[r] = 0 if r in want else chain
+        if kd is not None and kd.memory_operands:
+            for v in op.operands:
+                o = getattr(v, "owner", None)
+                if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":
+                    want.add(v)
+    return want
+
+
+def kernels_of(ops: list, want: set) -> list:
+    """The ops of `ops` emitted as kernels: those with a materialized result, and the ones
+    without results that run for their effect."""
+    return [op for op in ops if any(r in want for r in op.results) or (not op.results and op.name in KERNELS)]
+
+
+def plan_pooled_convolutions(ops: list, want: set, targets: dict, returned: set, block: Block,
+                             uses: dict) -> dict:
+    """A convolution read only by a pooling (reduce_window over rows, through an
+    elementwise epilogue such as batch norm and ReLU) gets no buffer: the pooling's
+    kernel computes the few convolution rows each output row needs into scratch
+    (kernels_window.py), so the full-size feature map never exists. Returns
+    {pooling: convolution} and removes the convolutions from `want`."""
+    out: dict = {}
+    for op in ops:
+        if op.name != "stablehlo.reduce_window" or len(op.results) != 1:
+            continue
+        conv = pooled_convolution(op, want, uses, block)
+        if conv is None or conv.results[0] in targets or conv.results[0] in returned:
+            continue
+        want.discard(conv.results[0])
+        out[op] = conv
+    return out
+
+
+def pooled_convolution(op: Operation, want: set, uses: dict, block: Block) -> Optional[Operation]:
+    """The convolution whose rows reduce_window `op` can compute itself, or None. op pools
+    NHWC rows without padding or dilation, windows one row-stride tall (each convolution
+    row is read by one output row); its input is the convolution's result through
+    elementwise ops of the same shape, each read once (nothing else reaches the
+    convolution); the convolution runs as the direct kernel (ROW_PRODUCERS)."""
+    t = _ty(op.operands[0])
+    if t.rank != 4 or not t.is_static:
+        return None
+    wd = list(op.attr("window_dimensions"))
+    st = list(op.attr("window_strides") or [1] * 4)
+    if wd[0] != 1 or wd[3] != 1 or st[0] != 1 or st[3] != 1 or st[1] != wd[1]:
+        return None
+    for name in ("base_dilations", "window_dilations"):
+        if any(x != 1 for x in (op.attr(name) or [])):
+            return None
+    pad = op.attr("padding")
+    if pad is not None and any(int(x) != 0 for p in pad for x in p):
+        return None
+
+    def same_shape(v) -> bool:
+        return hasattr(v, "type") and list(_ty(v).shape) == list(t.shape)
+    found = []
+    stack = [op.operands[0]]
+    while stack:
+        v = stack.pop()
+        o = getattr(v, "owner", None)
+        if not isinstance(o, Operation) or o.parent is not block or uses.get(v, 0) != 1 or not same_shape(v):
+            continue
+        if o.name == "stablehlo.convolution":
+            found.append(o)
+        elif v not in want and is_elementwise(o):
+            stack.extend(x for x in o.operands if same_shape(x))
+    rows = ROW_PRODUCERS.get("stablehlo.convolution")
+    if len(found) != 1 or rows is None or rows(found[0]) is None:
+        return None
+    conv = found[0]
+    if wd[1] * _ty(conv.results[0]).shape[2] * t.shape[3] * 4 > POOL_SCRATCH_BYTES:
+        return None
+    return conv
+
+
+def plan_row_fusion(ops: list, want: set, targets: dict, returned: set, block: Block,
+                    uses: dict) -> tuple[set, dict]:
+    """Row fusions of the top-level block (row_fusion.plan): ({host: RowFusion}, the
+    materialized values that remain). A value given a buffer only because two ops
+    read it and it is too costly to compute twice (exp(x - max) under a masked
+    softmax), whose two readers are a reduction row-fused into a kernel and that
+    kernel at its own index, is left unmaterialized when planning again without it
+    keeps it in that kernel's result row (row_fusion._row_kept): computed once, and
+    neither a kernel nor a buffer of its own."""
+    def plan(w):
+        memo: dict = {}
+        return row_fusion.plan(ops, w, targets, returned, block, lambda o: op_deps(o, w, block, memo))
+    chosen = set(want)  # plan() drops the row-fused reductions from the set it is given
+    plans = plan(chosen)
+    removed: set = set()
+    tried: set = set()
+    while True:
+        candidates = [red.operands[0] for rf in plans.values() for red in rf.reductions]
+        candidates = [v for v in candidates if v in chosen and v not in tried
+                      and computed_here(v, block) and uses.get(v, 0) == 2
+                      and v not in targets and v not in returned]
+        if not candidates:
+            break
+        v = candidates[0]
+        tried.add(v)
+        trial = set(want) - removed - {v}
+        again = plan(trial)
+        if any(rf.kept is not None and rf.kept.operands[0] is v for rf in again.values()):
+            removed.add(v)
+            chosen, plans = trial, again
+    return chosen, plans
+
+
+def kind_of(op: Operation, plan: FusionPlan, fused: list) -> str:
+    """The fusion kind of kernel `op` (codegen/plans/fusion.py)."""
+    if op in plan.row_fusions:
+        return "row"
+    if op in plan.conv_rows:
+        return "pooled-convolution"
+    if op.name in CONTROL:
+        return "control"
+    if op.name in LIBRARY:
+        return "library"
+    if op.name in REDUCTIONS:
+        return "input"
+    if KERNELS.get(op.name) is None:
+        return "loop"
+    return "kernel"
+
+
+def fusion_plan(block: Block, depth: int, want: set, kernels: list, row_fusions: dict,
+                conv_rows: dict) -> FusionPlan:
+    """The FusionPlan of `block`: one FusedKernel per kernel op (in the order given)."""
+    plan = FusionPlan(block, depth, want, [], row_fusions, conv_rows)
+    for op in kernels:
+        fused, inputs = fusion_of(op, want, block)
+        plan.kernels.append(FusedKernel(kind_of(op, plan, fused), op, fused, inputs, depth,
+                                        rows=row_fusions.get(op), pooled=conv_rows.get(op)))
+    return plan
+
+
+__all__ = ["RowFusion", "materialized", "kernels_of", "computed_here", "plan_pooled_convolutions",
+           "plan_row_fusion", "fusion_plan", "is_elementwise"]

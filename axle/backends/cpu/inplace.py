@@ -1,0 +1,88 @@
+"""In-place reuse: which operand's buffer a kernel's result may take over.
+
+XLA's in-place elementwise buffer sharing: an elementwise kernel whose operand dies there
+and is read only at the linear index the kernel writes may write its result over that
+operand's buffer (a weight update w - lr * dot(...) needs no temporary); a kernel
+registered with `in_place=k` (dynamic_update_slice, scatter...) may take over operand k's
+buffer when it reads it nowhere else. Decided before emission, per kernel (plan.py).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from axle.codegen.emitter import _ty
+from axle.backends.cpu.registry import KERNELS, KernelDef, keeps_positions
+from axle.codegen.plans.arena import nbytes
+from axle.codegen.plans.graph import deps, reads
+from axle.ir.core import Block, Operation, Value
+from axle.ir.types import TensorType
+
+
+def in_place_operand(op: Operation, want: set, block: Block, last_read: dict) -> Optional[Value]:
+    """A materialized operand whose buffer can hold the result of elementwise kernel `op`:
+    op is its last reader, reads it only at the linear index it writes (through elementwise
+    ops and reshapes, which keep an element's row-major position: no broadcast, transpose,
+    slice...), and it has the result's element count and size. None if there is none."""
+    kd = KERNELS.get(op.name)
+    if kd is not None:
+        return in_place_kernel_operand(op, kd, want, block, last_read)
+    linear = keeps_positions  # element i of o's result reads element i of its operands
+    if len(op.results) != 1 or not linear(op):
+        return None
+    rt = _ty(op.results[0])
+    count = int(np.prod(rt.shape, dtype=np.int64)) if rt.is_static else -1
+    size = np.dtype(rt.dtype).itemsize
+    same: dict = {}
+    other: set = set()
+    memo: dict = {}
+
+    def visit(o: Operation) -> None:
+        for x in o.operands:
+            owner = getattr(x, "owner", None)
+            xt = getattr(x, "type", None)
+            identical = isinstance(xt, TensorType) and xt.is_static \
+                and int(np.prod(xt.shape, dtype=np.int64)) == count
+            if x in want:
+                if identical and np.dtype(xt.dtype).itemsize == size:
+                    same[x] = x
+                else:
+                    other.add(x)
+            elif isinstance(owner, Operation) and owner.parent is block and owner.name != "stablehlo.constant":
+                if identical and linear(owner):
+                    visit(owner)
+                else:  # read through an index mapping: whatever it reads is read elsewhere
+                    other.update(deps(x, want, block, memo))
+    visit(op)
+    dying = set(last_read.get(op, ()))
+    for v in same:
+        owner = getattr(v, "owner", None)
+        if v not in other and v in dying and isinstance(owner, Operation) and owner.parent is block:
+            return v
+    return None
+
+
+def in_place_kernel_operand(op: Operation, kd: KernelDef, want: set, block: Block,
+                             last_read: dict) -> Optional[Value]:
+    """Operand kd.in_place of kernel op, when its buffer can become the result's: it is a
+    materialized value of this block of the result's size, op is its last reader, and no
+    other operand (or region) of op reads it, directly or through fused ops."""
+    if kd.in_place is None or len(op.results) != 1:
+        return None
+    v = op.operands[kd.in_place]
+    owner = getattr(v, "owner", None)
+    if v not in want or not isinstance(owner, Operation) or owner.parent is not block:
+        return None
+    if v not in set(last_read.get(op, ())):
+        return None
+    vt, rt = getattr(v, "type", None), _ty(op.results[0])
+    if not isinstance(vt, TensorType) or nbytes(vt) != nbytes(rt):
+        return None
+    memo: dict = {}
+    for k, x in enumerate(reads(op)):
+        if k == kd.in_place and x is v:
+            continue
+        if x is v or v in deps(x, want, block, memo):
+            return None
+    return v
