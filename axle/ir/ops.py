@@ -8,7 +8,7 @@ interpreter's dispatch all read this table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 # traits (what passes, tools and backends ask instead of lists of op names; `has_trait`)
@@ -29,6 +29,7 @@ NO_FOLD = "no_fold"                # never constant-folded: its value depends on
 HOST_IO = "host_io"                # exchanges data with the host or a peer through tokens (infeed,
                                    # outfeed, send, recv)
 SYMBOL = "symbol"                  # defines a module-level symbol (func.func, sdy.mesh)
+ISOLATED = "isolated_from_above"   # its regions see no value defined outside them
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class OpDef:
     format: str = "generic"
     keywords: tuple = ()  # ((pretty keyword, attr name, kind), ...)
     doc: str = ""
+    shape_operands: tuple = ()  # operand positions that hold shapes, sizes or paddings, not data
 
     def has(self, trait: str) -> bool:
         return trait in self.traits
@@ -62,7 +64,11 @@ def _def(name, operands=-1, results=1, regions=0, traits=(), format="generic", k
 def _add_trait(trait: str, names) -> None:
     for n in names:
         d = OPS[n]
-        OPS[n] = OpDef(d.name, d.operands, d.results, d.regions, d.traits | {trait}, d.format, d.keywords, d.doc)
+        OPS[n] = replace(d, traits=d.traits | {trait})
+
+
+def _shape_operands(name: str, positions: tuple) -> None:
+    OPS[name] = replace(OPS[name], shape_operands=positions)
 
 
 _SH = "stablehlo."
@@ -223,6 +229,11 @@ _add_trait(NO_FOLD, ["interpreter.probe", "check.eq"] + [_SH + n for n in [
     "partition_id"]])
 _add_trait(HOST_IO, [_SH + n for n in ["infeed", "outfeed", "send", "recv"]])
 _add_trait(SYMBOL, ["func.func", "sdy.mesh"])
+_add_trait(ISOLATED, ["func.func", "sdy.manual_computation"])
+for _n, _pos in [("dynamic_iota", (0,)), ("dynamic_broadcast_in_dim", (1,)), ("dynamic_reshape", (1,)),
+                 ("real_dynamic_slice", (1, 2, 3)), ("dynamic_pad", (2, 3, 4)), ("dynamic_gather", (2,)),
+                 ("dynamic_conv", (2,)), ("set_dimension_size", (1,))]:
+    _shape_operands(_SH + _n, _pos)
 _add_trait(CONSTANT_LIKE, ["chlo.constant"])
 
 ALIASES = {"return": "func.return", "call": "func.call", "func": "func.func"}
