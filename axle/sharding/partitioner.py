@@ -72,8 +72,7 @@ def _max_channel(module) -> int:
 
 
 def partition(module: Module, function: str = "main") -> PartitionedProgram:
-    from axle.passes.lower_quant import clone_module
-    work = clone_module(module)
+    work = module.clone()
     Inline().run(work)
     plan = propagate(work, function)
     fn = work.function(function)
