@@ -132,7 +132,7 @@ class Operation:
                  location: Optional[Location] = None, successors: Sequence["Block"] = ()):
         self.name = name
         self._linked = True  # registered in its operands' use lists
-        self.operands = operands
+        self.__dict__["operands"] = OperandList(self, operands)
         self.results: list[OpResult] = [OpResult(t, self, i) for i, t in enumerate(result_types)]
         self.attributes: dict[str, Attribute] = dict(attributes or {})
         self.regions: list[Region] = []
@@ -283,7 +283,7 @@ class Block:
         names = list(arg_names) + [None] * (len(arg_types) - len(arg_names))
         for t, n in zip(arg_types, names):
             self.add_argument(t, n)
-        self.operations = ()
+        self.__dict__["operations"] = OperationList(self)
         self.parent: Optional[Region] = None
         self.label: Optional[str] = None
 

@@ -45,6 +45,10 @@ class OperandList(list):
 
     def _register(self, start: int) -> None:
         op = self._op
+        if start == 0:
+            for i, v in enumerate(self):
+                v._uses[(op, i)] = None
+            return
         for i in range(start, len(self)):
             _get(self, i)._uses[(op, i)] = None
 
@@ -149,8 +153,11 @@ class OperationList(list):
             self.extend(ops)
 
     def _added(self, op) -> None:
-        op.parent = self._block
-        if _owner_linked(self._block):
+        block = self._block
+        if op.parent is block and op._linked:
+            return  # already here (a slice assignment that reorders)
+        op.parent = block
+        if _owner_linked(block):
             if not op._linked:
                 link_ops(op)
         elif op._linked:

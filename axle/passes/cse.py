@@ -21,7 +21,11 @@ from axle.passes.rewrite import is_pure
 def _key(op):
     d = lookup(op.name)
     if d is not None and d.has(COMMUTATIVE):
-        operands = frozenset(Counter(op.operands).items())  # the operands as a multiset
+        ops = op.operands
+        if len(ops) == 2 and ops[0] is not ops[1]:
+            operands = frozenset(ops)  # {a, b}: (a, b) and (b, a) alike
+        else:
+            operands = frozenset(Counter(ops).items())  # the operands as a multiset
     else:
         operands = tuple(op.operands)  # Values hash by identity
     attrs = tuple(sorted(op.attributes.items(), key=lambda kv: kv[0]))
@@ -59,4 +63,5 @@ class CSE(Pass):
                 continue
             scope[k] = op
             keep.append(op)
-        block.operations[:] = keep
+        if len(keep) != len(block.operations):
+            block.operations[:] = keep

@@ -2,7 +2,8 @@
 
     # once: lower every bench workload with jax and keep the StableHLO text
     .venv/bin/python benchmarks/results/ir_parse_pipeline.py lower /tmp/ir_bench_mlir
-    # time parse and parse + default pipeline, `--rounds` times each, print medians (ms)
+    # time parse and parse + default pipeline (CPU time of the process), `--rounds` times each,
+    # print medians (ms)
     .venv/bin/python benchmarks/results/ir_parse_pipeline.py time /tmp/ir_bench_mlir --rounds 5
 
 To compare two trees, run the `time` command of each alternately (A B A B ...) with
@@ -40,14 +41,15 @@ def time_all(src: str, rounds: int) -> dict:
         text = open(os.path.join(src, fname)).read()
         parse, total = [], []
         for _ in range(rounds):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             m = parse_module(text)
-            t1 = time.perf_counter()
+            t1 = time.process_time()
             PassManager(default_pipeline()).run(m)
-            t2 = time.perf_counter()
+            t2 = time.process_time()
             parse.append((t1 - t0) * 1e3)
             total.append((t2 - t0) * 1e3)
         res[fname[:-5]] = {"parse_ms": statistics.median(parse), "total_ms": statistics.median(total),
+                           "parse_min_ms": min(parse), "total_min_ms": min(total),
                            "ops": sum(1 for _ in m.walk())}
     return res
 
