@@ -20,7 +20,7 @@ from typing import Iterator, Optional, Sequence
 from axle.ir.attributes import (ArrayAttr, Attribute, DictAttr, Location, StringAttr,
                                 TypeAttr)
 from axle.ir.types import FunctionType, Type
-from axle.ir.uses import OperandList, OperationList, Use, link_ops, unlink_ops
+from axle.ir.uses import Use, new_operand_list, new_operation_list, unlink_ops
 
 
 class SourceText:
@@ -109,16 +109,29 @@ class BlockArgument(Value):
 
 
 class _SetOperands:
-    """`op.operands = [...]` goes through OperandList (which keeps the use lists); reading
-    `op.operands` is a plain attribute read (a data descriptor without __get__)."""
+    """`op.operands = [...]` assigns the contents of op's OperandList (which keeps the use
+    lists); reading `op.operands` is a plain attribute read (a data descriptor without
+    __get__ leaves reads to the instance dict)."""
 
     def __set__(self, op, values):
         d = op.__dict__
         old = d.get("operands")
         if old is None:
-            d["operands"] = OperandList(op, values)
+            d["operands"] = new_operand_list(op, values)
         else:
             old[:] = values
+
+
+class _SetOperations:
+    """`block.operations = [...]` goes through OperationList (parents and use lists)."""
+
+    def __set__(self, block, ops):
+        d = block.__dict__
+        old = d.get("operations")
+        if old is None:
+            d["operations"] = new_operation_list(block, ops)
+        else:
+            old[:] = ops
 
 
 class Operation:
@@ -132,7 +145,7 @@ class Operation:
                  location: Optional[Location] = None, successors: Sequence["Block"] = ()):
         self.name = name
         self._linked = True  # registered in its operands' use lists
-        self.__dict__["operands"] = OperandList(self, operands)
+        self.__dict__["operands"] = new_operand_list(self, operands)
         self.results: list[OpResult] = [OpResult(t, self, i) for i, t in enumerate(result_types)]
         self.attributes: dict[str, Attribute] = dict(attributes or {})
         self.regions: list[Region] = []
@@ -263,18 +276,6 @@ class Operation:
         return a.value if isinstance(a, StringAttr) else "public"
 
 
-class _SetOperations:
-    """`block.operations = [...]` goes through OperationList (parents and use lists)."""
-
-    def __set__(self, block, ops):
-        d = block.__dict__
-        old = d.get("operations")
-        if old is None:
-            d["operations"] = OperationList(block, ops)
-        else:
-            old[:] = ops
-
-
 class Block:
     operations = _SetOperations()
 
@@ -283,7 +284,7 @@ class Block:
         names = list(arg_names) + [None] * (len(arg_types) - len(arg_names))
         for t, n in zip(arg_types, names):
             self.add_argument(t, n)
-        self.__dict__["operations"] = OperationList(self)
+        self.__dict__["operations"] = new_operation_list(self)
         self.parent: Optional[Region] = None
         self.label: Optional[str] = None
 

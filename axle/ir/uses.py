@@ -35,13 +35,7 @@ _get = list.__getitem__
 class OperandList(list):
     """An op's operands; every change updates the values' use lists."""
 
-    __slots__ = ("_op",)
-
-    def __init__(self, op, values=()):
-        list.__init__(self, values)
-        self._op = op
-        if op._linked:
-            self._register(0)
+    __slots__ = ("_op",)  # set by new_operand_list (no Python __init__: one per op built)
 
     def _register(self, start: int) -> None:
         op = self._op
@@ -119,6 +113,16 @@ class OperandList(list):
         return (list, (list(self),))
 
 
+def new_operand_list(op, values) -> OperandList:
+    """`op`'s operand list holding `values`, registered in their use lists when op is linked."""
+    ol = OperandList(values)
+    ol._op = op
+    if op._linked:
+        for i, v in enumerate(ol):
+            v._uses[(op, i)] = None
+    return ol
+
+
 def _owner_linked(block) -> bool:
     region = block.parent
     op = None if region is None else region.parent
@@ -144,13 +148,7 @@ def unlink_ops(op) -> None:
 class OperationList(list):
     """A block's ops; inserting sets the op's parent and links it, removing unlinks it."""
 
-    __slots__ = ("_block",)
-
-    def __init__(self, block, ops=()):
-        list.__init__(self)
-        self._block = block
-        if ops:
-            self.extend(ops)
+    __slots__ = ("_block",)  # set by new_operation_list
 
     def _added(self, op) -> None:
         block = self._block
@@ -170,7 +168,11 @@ class OperationList(list):
 
     def append(self, op) -> None:
         list.append(self, op)
-        self._added(op)
+        block = self._block
+        if op.parent is None and op._linked and block.parent is None:
+            op.parent = block  # the parser's case: a new op into a block not yet in a region
+        else:
+            self._added(op)
 
     def insert(self, index, op) -> None:
         list.insert(self, index, op)
@@ -233,6 +235,14 @@ class OperationList(list):
 
     def __reduce__(self):
         return (list, (list(self),))
+
+
+def new_operation_list(block, ops=()) -> OperationList:
+    ol = OperationList()
+    ol._block = block
+    if ops:
+        ol.extend(ops)
+    return ol
 
 
 def check_use_lists(module) -> list[str]:
