@@ -193,4 +193,13 @@ def trace(path: Optional[str] = None) -> Iterator[Profiler]:
             prof.write(path)
 
 
+def _parse_phase(filename, chars):
+    """The hook axle.ir.text.reader calls around each parse: a trace records it."""
+    return None if ACTIVE is None else phase("parse", file=filename, chars=chars)
+
+
+from axle.ir.text import reader as _reader  # noqa: E402  (the IR does not import the profiler)
+
+_reader.set_parse_hook(_parse_phase)
+
 __all__ = ["ACTIVE", "Profiler", "current", "now_ns", "phase", "trace"]

@@ -42,8 +42,11 @@ from axle.ir import ops as op_table
 # ---------------------------------------------------------------- applying regions
 
 
-# ops without the elementwise trait that are elementwise when all their values are 0-d
-_ELEMENTWISE_ON_0D = {"stablehlo.constant", "chlo.constant", "stablehlo.bitcast_convert"}
+def _elementwise_on_0d(op, opdef) -> bool:
+    """Elementwise when all its values are 0-d: the elementwise trait, a constant, or a
+    bitcast (which changes shape only between element types of different widths)."""
+    return opdef is not None and (opdef.has(op_table.ELEMENTWISE) or opdef.has(op_table.CONSTANT_LIKE)) \
+        or op.name == "stablehlo.bitcast_convert"
 
 
 def _region_is_elementwise(fn):
@@ -67,7 +70,7 @@ def _region_is_elementwise(fn):
             return False
         if op.name == "func.call":
             verdict = None  # the callee's body decides: try it on arrays, then spot-check
-        elif op.name not in _ELEMENTWISE_ON_0D and not (opdef is not None and opdef.has(op_table.ELEMENTWISE)):
+        elif not _elementwise_on_0d(op, opdef):
             return False
     return verdict
 

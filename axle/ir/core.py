@@ -5,6 +5,13 @@ An SSA graph of StableHLO operations. A module holds top-level operations (usual
 operands, result types, attributes (ordered dict name -> Attribute), regions and an
 optional source location. Everything about what an op *is* lives in the op table
 (axle/ir/ops.py); these classes only hold structure.
+
+Use lists (as MLIR's): every value knows the (operation, operand index) pairs that read
+it (`Value.uses`, `users`, `has_one_use`, `replace_all_uses_with`). `op.operands` and
+`block.operations` are lists that keep them exact (axle/ir/uses.py): an op is a user from
+its creation until it is removed from its block (or erased), and again once inserted into a
+block; every op nested in its regions follows it. `uses.check_use_lists(module)` compares
+the lists with a recomputation.
 """
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from typing import Iterator, Optional, Sequence
 from axle.ir.attributes import (ArrayAttr, Attribute, DictAttr, Location, StringAttr,
                                 TypeAttr)
 from axle.ir.types import FunctionType, Type
+from axle.ir.uses import Use, new_operand_list, new_operation_list, unlink_ops
 
 
 class SourceText:
@@ -32,13 +40,47 @@ class SourceText:
 
 
 class Value:
-    """An SSA value: an op result or a block argument."""
+    """An SSA value: an op result or a block argument. Hashes by identity."""
 
-    __slots__ = ("type", "name_hint")
+    __slots__ = ("type", "name_hint", "_uses")
 
     def __init__(self, type: Type, name_hint: Optional[str] = None):
         self.type = type
         self.name_hint = name_hint
+        self._uses: dict = {}  # (user op, operand index) -> None, in the order they were made
+
+    @property
+    def uses(self) -> list[Use]:
+        """Every (owner op, operand index) that reads this value."""
+        return [Use(op, i) for op, i in self._uses]
+
+    @property
+    def users(self) -> list["Operation"]:
+        """The ops that read this value, each once, in the order their uses were made."""
+        return list(dict.fromkeys(op for op, _ in self._uses))
+
+    @property
+    def num_uses(self) -> int:
+        return len(self._uses)
+
+    def has_one_use(self) -> bool:
+        return len(self._uses) == 1
+
+    def use_empty(self) -> bool:
+        return not self._uses
+
+    def replace_all_uses_with(self, new: "Value") -> None:
+        """Make every operand that reads this value read `new` instead."""
+        if new is self:
+            return
+        for op, i in list(self._uses):
+            op.operands[i] = new
+
+    def replace_uses_with_if(self, new: "Value", keep) -> None:
+        """Like replace_all_uses_with, for the uses `u` where `keep(u)` is false."""
+        for op, i in list(self._uses):
+            if not keep(Use(op, i)):
+                op.operands[i] = new
 
 
 class OpResult(Value):
@@ -66,14 +108,44 @@ class BlockArgument(Value):
         return f"<block arg {self.index}: {self.type}>"
 
 
+class _SetOperands:
+    """`op.operands = [...]` assigns the contents of op's OperandList (which keeps the use
+    lists); reading `op.operands` is a plain attribute read (a data descriptor without
+    __get__ leaves reads to the instance dict)."""
+
+    def __set__(self, op, values):
+        d = op.__dict__
+        old = d.get("operands")
+        if old is None:
+            d["operands"] = new_operand_list(op, values)
+        else:
+            old[:] = values
+
+
+class _SetOperations:
+    """`block.operations = [...]` goes through OperationList (parents and use lists)."""
+
+    def __set__(self, block, ops):
+        d = block.__dict__
+        old = d.get("operations")
+        if old is None:
+            d["operations"] = new_operation_list(block, ops)
+        else:
+            old[:] = ops
+
+
 class Operation:
-    """One operation. `attributes` is an insertion-ordered dict of Attribute."""
+    """One operation. `attributes` is an insertion-ordered dict of Attribute. Hashes by
+    identity."""
+
+    operands = _SetOperands()
 
     def __init__(self, name: str, operands: Sequence[Value] = (), result_types: Sequence[Type] = (),
                  attributes: Optional[dict] = None, regions: Sequence["Region"] = (),
                  location: Optional[Location] = None, successors: Sequence["Block"] = ()):
         self.name = name
-        self.operands: list[Value] = list(operands)
+        self._linked = True  # registered in its operands' use lists
+        self.__dict__["operands"] = new_operand_list(self, operands)
         self.results: list[OpResult] = [OpResult(t, self, i) for i, t in enumerate(result_types)]
         self.attributes: dict[str, Attribute] = dict(attributes or {})
         self.regions: list[Region] = []
@@ -143,6 +215,39 @@ class Operation:
     def __repr__(self) -> str:
         return f"<Operation {self.name}>"
 
+    # -- mutation (use lists stay exact)
+    def erase(self) -> None:
+        """Remove this op (and everything nested in it) from its block and from the use
+        lists of its operands. Its results must have no uses left outside it."""
+        inside = set(self.walk())
+        for r in self.results:
+            for op, _ in r._uses:
+                if op not in inside:
+                    raise ValueError(f"cannot erase {self.where()}: result {r.index} is still used "
+                                     f"by {op.where()}")
+        if self.parent is not None:
+            self.parent.operations.remove(self)
+        self.drop_all_references()
+
+    def drop_all_references(self) -> None:
+        """Take this op and the ops nested in it out of their operands' use lists (they stop
+        being users until inserted into a block again)."""
+        unlink_ops(self)
+
+    def move_before(self, other: "Operation") -> None:
+        """Move this op to just before `other` (in other's block)."""
+        if self.parent is not None:
+            self.parent.operations.remove(self)
+        block = other.parent
+        block.operations.insert(block.operations.index(other), self)
+
+    def clone(self, mapping: Optional[dict] = None) -> "Operation":
+        """A deep copy (nested regions included) keeping attributes, locations and source
+        positions. `mapping` (Value -> Value) renames operands and is extended with this op's
+        (and nested ops') results and block arguments."""
+        from axle.ir.clone import clone_op
+        return clone_op(self, {} if mapping is None else mapping)
+
     def __str__(self) -> str:
         from axle.ir.text.printer import print_op
         return print_op(self)
@@ -172,12 +277,14 @@ class Operation:
 
 
 class Block:
+    operations = _SetOperations()
+
     def __init__(self, arg_types: Sequence[Type] = (), arg_names: Sequence[Optional[str]] = ()):
         self.arguments: list[BlockArgument] = []
         names = list(arg_names) + [None] * (len(arg_types) - len(arg_names))
         for t, n in zip(arg_types, names):
             self.add_argument(t, n)
-        self.operations: list[Operation] = []
+        self.__dict__["operations"] = new_operation_list(self)
         self.parent: Optional[Region] = None
         self.label: Optional[str] = None
 
@@ -187,14 +294,17 @@ class Block:
         return a
 
     def append(self, op: Operation) -> Operation:
-        op.parent = self
         self.operations.append(op)
         return op
 
     def insert(self, index: int, op: Operation) -> Operation:
-        op.parent = self
         self.operations.insert(index, op)
         return op
+
+    @property
+    def parent_op(self) -> Optional[Operation]:
+        r = self.parent
+        return None if r is None else r.parent
 
     @property
     def terminator(self) -> Optional[Operation]:
@@ -264,6 +374,12 @@ class Module:
     def __str__(self) -> str:
         from axle.ir.text.printer import print_module
         return print_module(self)
+
+    def clone(self) -> "Module":
+        """A deep copy sharing no Operation, Block or Value with this module; attributes
+        (immutable) are shared, locations and source positions kept."""
+        from axle.ir.clone import clone_module
+        return clone_module(self)
 
     def __eq__(self, other) -> bool:
         from axle.ir.equality import modules_equal

@@ -7,13 +7,13 @@ from axle.ir.core import Block, Module, Operation
 
 class _Matcher:
     def __init__(self):
-        self.map: dict[int, int] = {}  # id(value in a) -> id(value in b)
+        self.map: dict = {}  # value in a -> value in b (Values hash by identity)
 
     def bind(self, a, b):
-        self.map[id(a)] = id(b)
+        self.map[a] = b
 
     def same_value(self, a, b) -> bool:
-        return self.map.get(id(a)) == id(b)
+        return self.map.get(a) is b
 
     def blocks(self, a: Block, b: Block) -> bool:
         if len(a.arguments) != len(b.arguments) or len(a.operations) != len(b.operations):

@@ -8,18 +8,28 @@ interpreter's dispatch all read this table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
-# traits
-ELEMENTWISE = "elementwise"
-COMMUTATIVE = "commutative"
-SIDE_EFFECT = "side_effect"
-TERMINATOR = "terminator"
-COLLECTIVE = "collective"
+# traits (what passes, tools and backends ask instead of lists of op names; `has_trait`)
+ELEMENTWISE = "elementwise"        # element i of the result reads element i of each operand (convert too)
+COMMUTATIVE = "commutative"        # operands may be swapped
+SIDE_EFFECT = "side_effect"        # has an effect beyond its results (I/O, collectives, checks, tokens)
+OPAQUE_EFFECTS = "opaque_effects"  # may hide effects (calls, loops, conditionals, composites, rng state):
+                                   # never treated as pure, though it has no effect of its own
+TERMINATOR = "terminator"          # ends a block
+COLLECTIVE = "collective"          # communicates between processes
 SAME_TYPE = "same_operands_and_result_type"
-CONSTANT_LIKE = "constant_like"
-SHAPE_OPERAND = "takes_shape_operand"
+CONSTANT_LIKE = "constant_like"    # result fixed by its attributes (constant, iota)
+SHAPE_OPERAND = "takes_shape_operand"  # an operand gives a result shape (dynamic shapes)
+MOVEMENT = "movement"              # only moves, copies or drops elements (reshape, transpose, broadcast,
+                                   # slice, concatenate, pad, reverse, gather, ...): no arithmetic
+NO_FOLD = "no_fold"                # never constant-folded: its value depends on the process running it
+                                   # (replica id, rng, infeed, probes) or folding defeats it (a barrier)
+HOST_IO = "host_io"                # exchanges data with the host or a peer through tokens (infeed,
+                                   # outfeed, send, recv)
+SYMBOL = "symbol"                  # defines a module-level symbol (func.func, sdy.mesh)
+ISOLATED = "isolated_from_above"   # its regions see no value defined outside them
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,7 @@ class OpDef:
     format: str = "generic"
     keywords: tuple = ()  # ((pretty keyword, attr name, kind), ...)
     doc: str = ""
+    shape_operands: tuple = ()  # operand positions that hold shapes, sizes or paddings, not data
 
     def has(self, trait: str) -> bool:
         return trait in self.traits
@@ -48,6 +59,16 @@ OPS: dict[str, OpDef] = {}
 
 def _def(name, operands=-1, results=1, regions=0, traits=(), format="generic", keywords=(), doc=""):
     OPS[name] = OpDef(name, operands, results, regions, frozenset(traits), format, tuple(keywords), doc)
+
+
+def _add_trait(trait: str, names) -> None:
+    for n in names:
+        d = OPS[n]
+        OPS[n] = replace(d, traits=d.traits | {trait})
+
+
+def _shape_operands(name: str, positions: tuple) -> None:
+    OPS[name] = replace(OPS[name], shape_operands=positions)
 
 
 _SH = "stablehlo."
@@ -196,6 +217,25 @@ _def("sdy.reshard", 1, 1, traits=(SAME_TYPE,), format="sdy_constraint")
 _def("sdy.manual_computation", -1, -1, regions=1, format="sdy_manual")
 _def("sdy.return", -1, 0, traits=(TERMINATOR,), format="return")
 
+# -- traits given by family
+_add_trait(MOVEMENT, [_SH + n for n in [
+    "broadcast_in_dim", "broadcast", "dynamic_broadcast_in_dim", "reshape", "dynamic_reshape", "transpose",
+    "reverse", "slice", "dynamic_slice", "real_dynamic_slice", "dynamic_update_slice", "concatenate", "pad",
+    "dynamic_pad", "gather", "dynamic_gather", "torch_index_select"]])
+_add_trait(OPAQUE_EFFECTS, ["func.call", "interpreter.run_parallel"] + [_SH + n for n in [
+    "while", "if", "case", "composite", "rng", "rng_bit_generator"]])
+_add_trait(NO_FOLD, ["interpreter.probe", "check.eq"] + [_SH + n for n in [
+    "constant", "rng", "rng_bit_generator", "custom_call", "infeed", "optimization_barrier", "replica_id",
+    "partition_id"]])
+_add_trait(HOST_IO, [_SH + n for n in ["infeed", "outfeed", "send", "recv"]])
+_add_trait(SYMBOL, ["func.func", "sdy.mesh"])
+_add_trait(ISOLATED, ["func.func", "sdy.manual_computation"])
+for _n, _pos in [("dynamic_iota", (0,)), ("dynamic_broadcast_in_dim", (1,)), ("dynamic_reshape", (1,)),
+                 ("real_dynamic_slice", (1, 2, 3)), ("dynamic_pad", (2, 3, 4)), ("dynamic_gather", (2,)),
+                 ("dynamic_conv", (2,)), ("set_dimension_size", (1,))]:
+    _shape_operands(_SH + _n, _pos)
+_add_trait(CONSTANT_LIKE, ["chlo.constant"])
+
 ALIASES = {"return": "func.return", "call": "func.call", "func": "func.func"}
 
 
@@ -207,6 +247,18 @@ def lookup(name: str) -> Optional[OpDef]:
 
 def is_known(name: str) -> bool:
     return lookup(name) is not None
+
+
+def has_trait(op_or_name, trait: str) -> bool:
+    """Whether an op (an Operation or an op name) has `trait` in the op table; False for
+    names the table does not know."""
+    d = OPS.get(op_or_name if isinstance(op_or_name, str) else op_or_name.name)
+    return d is not None and trait in d.traits
+
+
+def names_with(trait: str) -> frozenset:
+    """Every op name in the table with `trait`."""
+    return frozenset(n for n, d in OPS.items() if trait in d.traits)
 
 
 # torch-mlir and other exporters write tensor constants with arith: same form and meaning

@@ -28,7 +28,7 @@ from typing import Callable, Optional
 
 from axle.ir.attributes import ArrayAttr, StringAttr, SymbolRefAttr, TypeAttr
 from axle.ir.core import Module, Operation, Region
-from axle.ir.ops import OPS, TERMINATOR
+from axle.ir.ops import ISOLATED, OPS, TERMINATOR, has_trait
 from axle.ir.shape_inference import (InferenceError, Inferred, ResultTypeRequired, baseline_element,
                                      infer_results, ints_of, is_compatible, kind_matches,
                                      shapes_compatible, supports)
@@ -141,7 +141,7 @@ class _Verifier:
                 _fail(op, f"operand #{i} ({v.type}) is not defined before its use")
         for r in op.results:
             _check_type(op, r.type)
-        isolated = op.name in ("func.func", "sdy.manual_computation")
+        isolated = has_trait(op, ISOLATED)
         for region in op.regions:
             self.region(op, region, [set()] if isolated else scopes)
         self.types(op)

@@ -15,14 +15,12 @@ import numpy as np
 
 from axle.ir import attributes as A
 from axle.ir.core import Module, Operation
+from axle.ir.ops import NO_FOLD, has_trait
 from axle.ir.types import TensorType
 from axle.passes import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns, is_pure
 
-NEVER = {"stablehlo.constant", "stablehlo.rng", "stablehlo.rng_bit_generator", "stablehlo.custom_call",
-         "stablehlo.infeed", "stablehlo.optimization_barrier", "interpreter.probe", "check.eq",
-         "stablehlo.replica_id", "stablehlo.partition_id"}  # these depend on the process running them
 
 
 def _foldable_type(t, limit: int) -> bool:
@@ -32,7 +30,7 @@ def _foldable_type(t, limit: int) -> bool:
 
 def fold(op: Operation, limit: int):
     """The folded values of op as numpy arrays, or None when it should not be folded."""
-    if op.name in NEVER or not op.results or not is_pure(op):
+    if has_trait(op, NO_FOLD) or not op.results or not is_pure(op):
         return None
     consts = []
     for v in op.operands:

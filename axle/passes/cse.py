@@ -9,6 +9,8 @@ to be removed here directly (they are erased once replaced).
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from axle.ir.core import Block, Module
 from axle.ir.ops import COMMUTATIVE, lookup
 from axle.passes import register_pass
@@ -17,12 +19,17 @@ from axle.passes.rewrite import is_pure
 
 
 def _key(op):
-    operands = [id(v) for v in op.operands]
     d = lookup(op.name)
     if d is not None and d.has(COMMUTATIVE):
-        operands.sort()
+        ops = op.operands
+        if len(ops) == 2 and ops[0] is not ops[1]:
+            operands = frozenset(ops)  # {a, b}: (a, b) and (b, a) alike
+        else:
+            operands = frozenset(Counter(ops).items())  # the operands as a multiset
+    else:
+        operands = tuple(op.operands)  # Values hash by identity
     attrs = tuple(sorted(op.attributes.items(), key=lambda kv: kv[0]))
-    return (op.name, tuple(operands), attrs, tuple(op.result_types))
+    return (op.name, operands, attrs, tuple(op.result_types))
 
 
 @register_pass
@@ -31,33 +38,30 @@ class CSE(Pass):
 
     def run(self, module: Module) -> bool:
         self.changed = False
-        self.merged = []  # keeps merged ops alive: `replace` is keyed by id()
         for fn in module.functions.values():
             if not fn.is_declaration:
-                self._block(fn.body, [{}], {})
-        self.merged = []
+                self._block(fn.body, [{}])
         return self.changed
 
-    def _block(self, block: Block, scopes: list, replace: dict) -> None:
+    def _block(self, block: Block, scopes: list) -> None:
         scope: dict = {}
         scopes = scopes + [scope]
         keep = []
         for op in block.operations:
-            op.operands = [replace.get(id(v), v) for v in op.operands]
             for r in op.regions:
                 for b in r.blocks:
-                    self._block(b, scopes, replace)
+                    self._block(b, scopes)
             if op.regions or not op.results or not is_pure(op):
                 keep.append(op)
                 continue
             k = _key(op)
             prev = next((s[k] for s in reversed(scopes) if k in s), None)
             if prev is not None:
-                self.merged.append(op)
                 for a, b in zip(op.results, prev.results):
-                    replace[id(a)] = b
+                    a.replace_all_uses_with(b)
                 self.changed = True
                 continue
             scope[k] = op
             keep.append(op)
-        block.operations[:] = keep
+        if len(keep) != len(block.operations):
+            block.operations[:] = keep

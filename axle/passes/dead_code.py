@@ -10,7 +10,11 @@ from __future__ import annotations
 from axle.ir.core import Module
 from axle.passes import register_pass
 from axle.passes.pass_manager import Pass
-from axle.passes.rewrite import is_pure, use_counts, walk_blocks
+from axle.passes.rewrite import is_pure, walk_blocks
+
+
+def _dead(op) -> bool:
+    return bool(op.results) and all(not r._uses for r in op.results) and is_pure(op)
 
 
 @register_pass
@@ -20,16 +24,18 @@ class DeadCode(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         while True:
-            uses = use_counts(module)
             removed = False
             for block in walk_blocks(module):
-                keep = []
-                for op in block.operations:
-                    if op.results and all(uses.get(id(r), 0) == 0 for r in op.results) and is_pure(op):
-                        removed = True
-                        continue
-                    keep.append(op)
-                block.operations[:] = keep
+                # users stand after their operands: walking backwards, an op dropped here frees
+                # the ops it read before they are looked at
+                dropped = set()
+                for op in reversed(block.operations):
+                    if _dead(op):
+                        op.drop_all_references()
+                        dropped.add(op)
+                if dropped:
+                    block.operations[:] = [op for op in block.operations if op not in dropped]
+                    removed = True
             if not removed:
                 return changed
             changed = True

@@ -10,38 +10,10 @@ Leaves alone: calls of declarations (no body) and recursive calls.
 from __future__ import annotations
 
 from axle.ir import attributes as A
-from axle.ir.core import Block, Module, Operation, Region
+from axle.ir.clone import clone_ops, clone_region  # noqa: F401  (also imported from here)
+from axle.ir.core import Module
 from axle.passes import register_pass
 from axle.passes.pass_manager import Pass
-
-
-def clone_ops(ops, mapping: dict) -> list[Operation]:
-    """Deep copies of `ops`; `mapping` maps id(old value) -> new value and is extended."""
-    out = []
-    for op in ops:
-        new = Operation(op.name, [mapping.get(id(v), v) for v in op.operands], op.result_types,
-                        dict(op.attributes), location=op.location)
-        new.source = op.source
-        for r_old, r_new in zip(op.results, new.results):
-            r_new.name_hint = r_old.name_hint
-            mapping[id(r_old)] = r_new
-        for region in op.regions:
-            new.add_region(clone_region(region, mapping))
-        out.append(new)
-    return out
-
-
-def clone_region(region: Region, mapping: dict) -> Region:
-    r = Region()
-    for block in region.blocks:
-        nb = Block()
-        nb.label = block.label
-        for a in block.arguments:
-            mapping[id(a)] = nb.add_argument(a.type, a.name_hint, a.location)
-        r.add_block(nb)
-        for op in clone_ops(block.operations, mapping):
-            nb.append(op)
-    return r
 
 
 def _symbol_refs(attr, out: set) -> None:
@@ -103,16 +75,16 @@ class Inline(Pass):
                 if callee is None or callee.is_declaration or callee.sym_name in recursive:
                     continue
                 block = op.parent
-                mapping = {id(a): v for a, v in zip(callee.body.arguments, op.operands)}
+                mapping = dict(zip(callee.body.arguments, op.operands))
                 body = clone_ops(callee.body.operations, mapping)
                 ret = body.pop()  # func.return
                 at = block.operations.index(op)
                 for k, new in enumerate(body):
                     block.insert(at + k, new)
-                replace = {id(r): v for r, v in zip(op.results, ret.operands)}
-                block.operations.remove(op)
-                for user in module.walk():
-                    user.operands = [replace.get(id(v), v) for v in user.operands]
+                for r, v in zip(op.results, ret.operands):
+                    r.replace_all_uses_with(v)
+                ret.drop_all_references()  # the copied return is not kept
+                op.erase()
                 changed = progress = True
         refs = referenced_symbols(module)
         calls = {op.attributes["callee"].name for op in module.walk() if op.name == "func.call"}

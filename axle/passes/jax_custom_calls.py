@@ -20,10 +20,10 @@ from __future__ import annotations
 from axle.interpreter.jax_targets import IDENTITY_TARGETS, approx_top_k_params
 from axle.interpreter.registry import InterpreterError
 from axle.ir import attributes as A
+from axle.ir.clone import clone_region
 from axle.ir.core import Block, Module, Operation, Region
 from axle.ir.types import TensorType, i64
 from axle.passes import register_pass
-from axle.passes.inline import clone_region
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns
 
@@ -50,15 +50,14 @@ def _manual(op: Operation, b):
     body = op.regions[0].blocks[0]
     if [a.type for a in body.arguments] != [v.type for v in op.operands]:
         return None  # shards smaller than the arrays: needs several devices
-    env = {id(a): v for a, v in zip(body.arguments, op.operands)}
+    for a, v in zip(body.arguments, op.operands):
+        a.replace_all_uses_with(v)
     ret = body.operations[-1]
     for inner in body.operations[:-1]:
-        for o in inner.walk():
-            o.operands = [env.get(id(v), v) for v in o.operands]
         b.block.insert(b.index, inner)
         b.index += 1
     body.operations[:] = [ret]
-    return [env.get(id(v), v) for v in ret.operands]
+    return list(ret.operands)
 
 
 def _comparator_region(module: Module, name: str) -> Region:
@@ -69,7 +68,6 @@ def _comparator_region(module: Module, name: str) -> Region:
     ret = block.operations[-1]
     new = Operation("stablehlo.return", list(ret.operands), [], {}, location=ret.location)
     block.operations[-1] = new
-    new.parent = block
     return region
 
 

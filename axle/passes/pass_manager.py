@@ -134,11 +134,15 @@ class PassManager:
         if t0_ns and _profiler.ACTIVE is not None:
             _profiler.ACTIVE.complete(p.name, "pass", t0_ns, _profiler.now_ns(), {"changed": changed})
         if self.verify_each and changed:
+            from axle.ir.uses import check_use_lists
             from axle.ir.verifier import VerificationError, verify
             try:
                 verify(module)
             except VerificationError as e:
                 raise PassError(f"pass '{p.name}' left the module invalid: {e}") from e
+            stale = check_use_lists(module)
+            if stale:
+                raise PassError(f"pass '{p.name}' left the use lists wrong: " + "; ".join(stale[:3]))
         if self._regex is not None and self._regex.search(p.name):
             self.dump(module, f"after_{p.name}")
         if self.after_pass is not None:

@@ -5,8 +5,8 @@ A pattern is a function `pattern(op, b) -> list[Value] | None`. It looks at `op`
 to rewrite it, builds replacement ops with the builder `b` (they are inserted before
 `op`) and returns the values that replace op's results; None leaves the op alone.
 Patterns are registered per op name in a `Patterns` table and run by
-`apply_patterns`, which walks every function once per round, substitutes replaced
-values in later operands as it goes, and erases replaced ops.
+`apply_patterns`, which walks every function once per round, replaces every use of a
+replaced result at once (use lists: `Value.replace_all_uses_with`), and erases replaced ops.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from axle.ir import attributes as A
 from axle.ir.core import Block, Module, Operation, Region, Value
-from axle.ir.ops import SIDE_EFFECT, TERMINATOR, lookup
+from axle.ir.ops import COLLECTIVE, OPAQUE_EFFECTS, SIDE_EFFECT, SYMBOL, TERMINATOR, lookup
 from axle.ir.types import TensorType, Type
 
 Pattern = Callable[[Operation, "Builder"], Optional[Sequence[Value]]]
@@ -92,14 +92,18 @@ def walk_blocks(module: Module) -> Iterator[Block]:
                 stack.extend(reversed(r.blocks))
 
 
+_IMPURE = frozenset({SIDE_EFFECT, TERMINATOR, SYMBOL, COLLECTIVE,
+                     # calls, loops, conditionals, composites and rng may hide effects:
+                     # conservative until a call-graph analysis exists
+                     OPAQUE_EFFECTS})
+
+
 def is_pure(op: Operation) -> bool:
+    """Whether `op` may be removed when unused, merged with an equal op, or folded: no
+    trait in _IMPURE, and only pure ops (and stablehlo.return) in its regions."""
     d = lookup(op.name)
-    if d is None or d.has(SIDE_EFFECT) or d.has(TERMINATOR) or op.name == "func.func":
+    if d is None or not _IMPURE.isdisjoint(d.traits):
         return False
-    if op.name in ("func.call", "stablehlo.while", "stablehlo.if", "stablehlo.case",
-                   "stablehlo.composite", "stablehlo.rng", "stablehlo.rng_bit_generator",
-                   "interpreter.run_parallel") or d.has("collective"):
-        return False  # calls may hide effects; conservative until a call-graph analysis exists
     for r in op.regions:
         for b in r.blocks:
             if not all(is_pure(o) or o.name == "stablehlo.return" for o in b.operations):
@@ -108,7 +112,8 @@ def is_pure(op: Operation) -> bool:
 
 
 def use_counts(module: Module) -> dict[int, int]:
-    """id(value) -> how many operands use it (anywhere in the module)."""
+    """id(value) -> how many operands use it (anywhere in the module). Kept for the CPU
+    backend's prepare.py until it reads `Value.uses`; passes read the use lists."""
     counts: dict[int, int] = {}
     for op in module.walk():
         for v in op.operands:
@@ -116,38 +121,24 @@ def use_counts(module: Module) -> dict[int, int]:
     return counts
 
 
-def replace_values(module: Module, mapping: dict[int, Value]) -> None:
-    """Substitute operands everywhere: mapping is id(old value) -> new value."""
-    if not mapping:
-        return
-    for op in module.walk():
-        for i, v in enumerate(op.operands):
-            new = mapping.get(id(v))
-            if new is not None:
-                while id(new) in mapping:
-                    new = mapping[id(new)]
-                op.operands[i] = new
+def replace_values(mapping: dict) -> None:
+    """Replace every use of each key (a Value) by its value (chains followed)."""
+    for old, new in mapping.items():
+        while new in mapping:
+            new = mapping[new]
+        old.replace_all_uses_with(new)
 
 
 def apply_patterns(module: Module, patterns: Patterns, max_rounds: int = 10) -> bool:
     """Run the patterns to a fixed point; returns whether anything changed."""
     changed_any = False
     for _ in range(max_rounds):
-        mapping: dict[int, Value] = {}
-        # replaced ops stay referenced until the round ends: `mapping` is keyed by id(), and a
-        # freed value's id could be reused by a value built later in the round
-        graveyard: list[Operation] = []
         changed = False
         for block in list(walk_blocks(module)):
+            ops = block.operations
             i = 0
-            while i < len(block.operations):
-                op = block.operations[i]
-                for k, v in enumerate(op.operands):
-                    if id(v) in mapping:
-                        new = mapping[id(v)]
-                        while id(new) in mapping:
-                            new = mapping[id(new)]
-                        op.operands[k] = new
+            while i < len(ops):
+                op = ops[i]
                 replaced = None
                 for pat in patterns.for_op(op.name):
                     b = Builder(block, i, op.location, op.source)
@@ -164,17 +155,15 @@ def apply_patterns(module: Module, patterns: Patterns, max_rounds: int = 10) -> 
                 if len(replaced) != len(op.results):
                     raise ValueError(f"pattern for {op.name} returned {len(replaced)} values for "
                                      f"{len(op.results)} results")
-                graveyard.append(op)
                 for r, new in zip(op.results, replaced):
                     if new is not r:
-                        mapping[id(r)] = new
+                        r.replace_all_uses_with(new)
                 if all(new is not r for r, new in zip(op.results, replaced)) and (
                         is_pure(op) or op.name in patterns.erase_replaced):
-                    del block.operations[i]
+                    del ops[i]
                 else:
                     i += 1
                 changed = True
-        replace_values(module, mapping)  # uses inside regions visited before their definition's rewrite
         changed_any |= changed
         if not changed:
             break

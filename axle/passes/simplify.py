@@ -308,7 +308,7 @@ def reduce_trivial(op, b):
     if len(body) != 2 or body[1].name != "stablehlo.return" or len(body[0].operands) != 2:
         return None
     args = op.regions[0].blocks[0].arguments
-    if set(map(id, body[0].operands)) != {id(args[0]), id(args[1])} or body[1].operands[0] is not body[0].results[0]:
+    if set(body[0].operands) != {args[0], args[1]} or body[1].operands[0] is not body[0].results[0]:
         return None
     if not all(x.type.shape[d] == 1 for d in op.attr("dimensions")):
         return None

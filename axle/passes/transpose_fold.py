@@ -22,7 +22,7 @@ from axle.ir.core import Operation
 from axle.ir.types import TensorType
 from axle.passes import register_pass
 from axle.passes.pass_manager import Pass
-from axle.passes.rewrite import Builder, replace_values, use_counts, walk_blocks
+from axle.passes.rewrite import Builder, replace_values, walk_blocks
 
 
 def _ints(xs):
@@ -65,9 +65,9 @@ def _fold_operand(op: Operation, side: str) -> bool:
     return True
 
 
-def _fold_result(tr: Operation, uses: dict) -> bool:
+def _fold_result(tr: Operation) -> bool:
     dot = getattr(tr.operands[0], "owner", None)
-    if not isinstance(dot, Operation) or dot.name != "stablehlo.dot_general" or uses.get(id(dot.results[0]), 0) != 1:
+    if not isinstance(dot, Operation) or dot.name != "stablehlo.dot_general" or not dot.results[0].has_one_use():
         return False
     if not _plain(*dot.operands, dot.results[0]):
         return False
@@ -110,17 +110,16 @@ class TransposeFold(Pass):
 
     def _once(self, module) -> bool:
         changed = False
-        uses = use_counts(module)
-        mapping = {}
+        mapping = {}  # transposes' results -> the swapped dots' (replaced once the walk is done)
         for block in list(walk_blocks(module)):
             for op in list(block.operations):
                 if op.name == "stablehlo.dot_general" and _plain(*op.operands, op.results[0]):
                     for side in ("lhs", "rhs"):
                         changed |= _fold_operand(op, side)
                 elif op.name == "stablehlo.transpose" and _plain(op.operands[0]):
-                    new = _fold_result(op, uses)
+                    new = _fold_result(op)
                     if new:
-                        mapping[id(op.results[0])] = new
+                        mapping[op.results[0]] = new
                         changed = True
-        replace_values(module, mapping)
+        replace_values(mapping)
         return changed

@@ -72,8 +72,7 @@ def _max_channel(module) -> int:
 
 
 def partition(module: Module, function: str = "main") -> PartitionedProgram:
-    from axle.passes.lower_quant import clone_module
-    work = clone_module(module)
+    work = module.clone()
     Inline().run(work)
     plan = propagate(work, function)
     fn = work.function(function)
@@ -143,11 +142,11 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
             continue
         if op.name == "sdy.manual_computation":  # shard_map: its body is the per-device code
             body = op.regions[0].blocks[0]
-            inner = {id(a): v for a, v in zip(body.arguments, ins)}
+            inner = dict(zip(body.arguments, ins))
             for cloned in clone_ops([o for o in body.operations if o.name != "sdy.return"], inner):
                 block.append(cloned)
             for r, v, s in zip(op.results, body.terminator.operands, choice.results):
-                local[r], shard_of[r] = inner.get(id(v), v), s
+                local[r], shard_of[r] = inner.get(v, v), s
             continue
         new = Operation(op.name, ins, [_local_type(r.type, s) for r, s in zip(op.results, choice.results)],
                         dict(op.attributes), location=op.location)

@@ -164,10 +164,8 @@ def specialize_dimensions(module: Module, entry: str, values: list) -> Module:
         c = Operation("stablehlo.constant", [], [a.type],
                       {"value": A.DenseElementsAttr(a.type, np.array(v, np.int64))})
         consts.append(c)
-    replace = {a: c.results[0] for a, c in zip(block.arguments[:n], consts)}
-    for op in m.walk():
-        if any(v in replace for v in op.operands):
-            op.operands = [replace.get(v, v) for v in op.operands]
+    for a, c in zip(block.arguments[:n], consts):
+        a.replace_all_uses_with(c.results[0])
     for c in reversed(consts):
         block.insert(0, c)
     del block.arguments[:n]

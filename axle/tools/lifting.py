@@ -27,6 +27,7 @@ import numpy as np
 
 from axle.ir import attributes as A
 from axle.ir.core import Module, Operation
+from axle.ir.ops import lookup
 from axle.ir.types import FunctionType, TensorType
 
 
@@ -75,20 +76,17 @@ class Lifted:
                     raise CheckFailure(f"{name} at {op.where()}: the values differ")
 
 
-# operand positions that hold shapes, sizes or paddings rather than data
-_SHAPE_OPERANDS = {
-    "stablehlo.dynamic_iota": (0,), "stablehlo.dynamic_broadcast_in_dim": (1,),
-    "stablehlo.dynamic_reshape": (1,), "stablehlo.real_dynamic_slice": (1, 2, 3),
-    "stablehlo.dynamic_pad": (2, 3, 4), "stablehlo.dynamic_gather": (2,),
-    "stablehlo.dynamic_conv": (2,), "stablehlo.set_dimension_size": (1,),
-}
+def _shape_operand_positions(op) -> tuple:
+    """Operand positions that hold shapes, sizes or paddings rather than data (op table)."""
+    d = lookup(op.name)
+    return d.shape_operands if d is not None else ()
 
 
 def _shape_sources(module: Module) -> set:
     """The ops whose results reach a shape operand (through any chain of ops)."""
     work = []
     for op in module.walk():
-        for i in _SHAPE_OPERANDS.get(op.name, ()):
+        for i in _shape_operand_positions(op):
             if i < len(op.operands):
                 work.append(op.operands[i])
     seen: set = set()
@@ -132,7 +130,6 @@ def lift(module: Module, entry: str) -> Lifted:
     args = []
     new_inputs = list(ftype.inputs)
     shapes = _shape_sources(module)
-    replace = {}
     for op in list(block.operations):
         if op.name != "stablehlo.constant" or op in shapes:
             continue
@@ -144,12 +141,8 @@ def lift(module: Module, entry: str) -> Lifted:
         arg = block.add_argument(t, name=hint if isinstance(hint, str) else None)
         new_inputs.append(t)
         args.append(np.array(value.array))
-        replace[op.results[0]] = arg
+        op.results[0].replace_all_uses_with(arg)
         block.operations.remove(op)
-    if replace:
-        for user in module.walk():
-            if any(v in replace for v in user.operands):
-                user.operands = [replace.get(v, v) for v in user.operands]
     fn.attributes["function_type"] = A.TypeAttr(FunctionType(tuple(new_inputs), kept_results
                                                              + tuple(v.type for v in extra)))
     for key in ("arg_attrs", "res_attrs"):

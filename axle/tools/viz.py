@@ -31,6 +31,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Optional
 
+from axle.ir.ops import TERMINATOR, has_trait
 from axle.tools.compile_cmd import Built, build, fusion_summary, location, read_module, report, short_type, si
 from axle.tools.graph_layout import Edge, Node, layout
 
@@ -63,7 +64,7 @@ class Box:
     kernel: object  # compiler.KernelInfo
     members: list  # ops, in block order (fused ops and the kernel's own op)
     inner: object  # graph_layout.Layout of ports + ops
-    ports: dict  # id(value) -> inner node key
+    ports: dict  # value -> inner node key
     title: str
     labels: dict = field(default_factory=dict)  # inner node key -> text lines
     w: float = 0.0
@@ -99,21 +100,21 @@ class Picture:
         self.function = built.function
         self.text, self.names = _print_function(self.function)
         self.kernels = list(self.program.kernels)
-        self.by_op = {id(k.op): k for k in self.kernels}
+        self.by_op = {k.op: k for k in self.kernels}
         self.ir = kernel_functions(self.program.llvm_ir)
         groups: dict = {}
         for k in self.kernels:
-            groups.setdefault(id(k.op.parent), (k.op.parent, []))[1].append(k)
+            groups.setdefault(k.op.parent, (k.op.parent, []))[1].append(k)
         body = self.function.body
-        self.panels = [self._panel(body, groups.get(id(body), (body, []))[1], f"@{built.entry}")]
+        self.panels = [self._panel(body, groups.get(body, (body, []))[1], f"@{built.entry}")]
         for bid, (block, ks) in groups.items():
-            if bid != id(body):
+            if bid != body:
                 self.panels.append(self._panel(block, ks, self._region_title(block)))
         self._arrange()
 
     # -- naming
     def name(self, v) -> str:
-        return self.names.get(id(v), "%?")
+        return self.names.get(v, "%?")
 
     def _region_title(self, block) -> str:
         region = block.parent
@@ -124,7 +125,7 @@ class Picture:
         roles = {"stablehlo.while": ["cond", "body"], "stablehlo.if": ["true branch", "false branch"]}.get(op.name)
         role = roles[ri] if roles and ri < len(roles) else f"branch {ri}" if op.name == "stablehlo.case" \
             else f"region {ri}"
-        owner = self.by_op.get(id(op))
+        owner = self.by_op.get(op)
         who = f"k{owner.index} {op.opname}" if owner is not None else op.opname
         return f"{who}: {role}"
 
@@ -137,38 +138,38 @@ class Picture:
             if region is None or region.parent is None:
                 break
             op = region.parent
-        return self.by_op.get(id(op), k)
+        return self.by_op.get(op, k)
 
     # -- graphs
     def _box(self, k, port_order: Optional[dict] = None) -> Box:
-        members = {id(o): o for o in [k.op] + list(k.fused)}
+        members = {o: o for o in [k.op] + list(k.fused)}
         block = k.op.parent
-        order = {id(o): i for i, o in enumerate(block.operations)} if block is not None else {}
-        ops = sorted(members.values(), key=lambda o: order.get(id(o), 0))
+        order = {o: i for i, o in enumerate(block.operations)} if block is not None else {}
+        ops = sorted(members.values(), key=lambda o: order.get(o, 0))
         nodes, edges, ports = {}, [], {}
         for v in _unique(k.inputs):
-            key = ("port", id(v))
-            ports[id(v)] = key
+            key = ("port", v)
+            ports[v] = key
             nodes[key] = Node(8.0, 8.0, pin="first")
         labels = {}
         for o in ops:
             lines = op_label(o, k)
-            labels[("op", id(o))] = lines
-            nodes[("op", id(o))] = Node(max(text_w(s) for s in lines) + 14, 8 + 13 * len(lines))
+            labels[("op", o)] = lines
+            nodes[("op", o)] = Node(max(text_w(s) for s in lines) + 14, 8 + 13 * len(lines))
         seen = set()
         for o in ops:
             for v in _reads(o):
                 owner = getattr(v, "owner", None)
-                if id(owner) in members and owner is not o:
-                    src, lab = ("op", id(owner)), short_type(v.type)
-                elif id(v) in ports:
-                    src, lab = ports[id(v)], None
+                if owner in members and owner is not o:
+                    src, lab = ("op", owner), short_type(v.type)
+                elif v in ports:
+                    src, lab = ports[v], None
                 else:
                     continue
-                if (src, id(o)) in seen:
+                if (src, o) in seen:
                     continue
-                seen.add((src, id(o)))
-                edges.append(Edge(src, ("op", id(o)), (text_w(lab, SMALL), 11.0) if lab else None, data=lab))
+                seen.add((src, o))
+                edges.append(Edge(src, ("op", o), (text_w(lab, SMALL), 11.0) if lab else None, data=lab))
         inner = layout(nodes, edges, hgap=14, vgap=12, margin=8, first_gap=TITLE_H + 6,
                        first_order={ports[v]: x for v, x in (port_order or {}).items() if v in ports})
         title = f"k{k.index} {k.op.opname}" + (f" · {k.library}" if k.library else "")
@@ -199,39 +200,39 @@ class Picture:
             box = self._box(k, (port_order or {}).get(k.index))
             p.boxes[k.index] = box
             p.nodes[("k", k.index)] = Node(box.w, box.h)
-            in_kernel.update(id(o) for o in box.members)
-        root_of = {id(r): k for k in kernels for r in k.op.results}
+            in_kernel.update(o for o in box.members)
+        root_of = {r: k for k in kernels for r in k.op.results}
         is_func = block is self.function.body
         for i, a in enumerate(block.arguments):
             lines = [f"{'arg' if is_func else 'block arg'} {i}", self.name(a)]
             self._add(p, ("arg", i), lines, "arg")  # not pinned: weights sit beside their first use
-        pending = []  # (value, destination key, port value id)
+        pending = []  # (value, destination key, port value)
 
         def producer(v):
             owner = getattr(v, "owner", None)
-            if id(v) in root_of:
-                return ("k", root_of[id(v)].index)
+            if v in root_of:
+                return ("k", root_of[v].index)
             if owner is block:
                 return ("arg", v.index)
             if getattr(owner, "parent", None) is block:  # an op of this block outside every kernel
-                key = ("op", id(owner))
+                key = ("op", owner)
                 if key not in p.nodes:
                     self._add(p, key, op_label(owner, None), "op standalone")
                     pending.extend((x, key, None) for x in _reads(owner))
                 return key
-            key = ("outer", id(v))
+            key = ("outer", v)
             if key not in p.nodes:
                 self._add(p, key, ["outer", self.name(v)], "outer")
             return key
 
         for o in block.operations[:-1]:  # ops that no kernel computes (effects, unused values)
-            if id(o) not in in_kernel and not _is_return(o):
-                key = ("op", id(o))
+            if o not in in_kernel and not _is_return(o):
+                key = ("op", o)
                 self._add(p, key, op_label(o, None), "op standalone")
                 pending.extend((x, key, None) for x in _reads(o))
         for k in kernels:
             for v in _unique(k.inputs):
-                pending.append((v, ("k", k.index), id(v)))
+                pending.append((v, ("k", k.index), v))
         term = block.operations[-1] if block.operations else None
         if term is not None and _is_return(term):
             word = "result" if is_func else "yield"
@@ -248,7 +249,7 @@ class Picture:
             e = Edge(src, dst, (text_w(lab, SMALL), 11.0), data=(lab, port))
             if src[0] == "k":  # from the bottom of the kernel's own op
                 box = p.boxes[src[1]]
-                root = box.inner.nodes[("op", id(box.kernel.op))]
+                root = box.inner.nodes[("op", box.kernel.op)]
                 e.src_port = (box.dx_inner + root.x - box.w / 2, root.bottom - box.top_inner - box.h / 2)
             if dst[0] == "k" and port is not None:  # to the port of the value on the box's top edge
                 box = p.boxes[dst[1]]
@@ -293,7 +294,7 @@ class Picture:
     def details(self) -> dict:
         out = {}
         for k in self.kernels:
-            members = sorted({id(o): o for o in [k.op] + list(k.fused)}.values(),
+            members = sorted({o: o for o in [k.op] + list(k.fused)}.values(),
                              key=lambda o: _position(o))
             owner = self.top_level_of(k)
             out[f"k{k.index}"] = {
@@ -309,7 +310,7 @@ class Picture:
         return out
 
     def op_text(self, op, max_lines: int = 80) -> str:
-        text = self.text.get(id(op), op.name)
+        text = self.text.get(op, op.name)
         lines = text.splitlines()
         if len(lines) > max_lines:
             lines = lines[:max_lines] + [f"  ... ({len(lines) - max_lines} more lines)"]
@@ -326,14 +327,14 @@ def _position(op) -> tuple:
 
 
 def _is_return(op) -> bool:
-    return op.name in ("func.return", "stablehlo.return")
+    return has_trait(op, TERMINATOR)
 
 
 def _unique(values) -> list:
     seen, out = set(), []
     for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
+        if v not in seen:
+            seen.add(v)
             out.append(v)
     return out
 
@@ -345,13 +346,13 @@ def _reads(op) -> list:
         inside = set()
         for o in op.walk():
             for r in o.results:
-                inside.add(id(r))
+                inside.add(r)
             for reg in o.regions:
                 for b in reg.blocks:
-                    inside.update(id(a) for a in b.arguments)
+                    inside.update(a for a in b.arguments)
         for o in op.walk():
             if o is not op:
-                vals.extend(v for v in o.operands if id(v) not in inside)
+                vals.extend(v for v in o.operands if v not in inside)
     return _unique(vals)
 
 
@@ -381,7 +382,7 @@ def op_label(op, kernel) -> list:
 
 
 def _print_function(fn) -> tuple:
-    """(id(op) -> its printed text, id(value) -> its %name) for every op of a function."""
+    """(op -> its printed text, value -> its %name) for every op of a function."""
     from axle.ir.text.printer import Printer
 
     class Recorder(Printer):
@@ -392,7 +393,7 @@ def _print_function(fn) -> tuple:
         def op(self, op, indent):
             start = len(self.lines)
             super().op(op, indent)
-            self.spans.setdefault(id(op), (start, len(self.lines)))
+            self.spans.setdefault(op, (start, len(self.lines)))
 
     pr = Recorder()
     pr.op(fn, 0)
@@ -548,13 +549,13 @@ def _box_svg(out: list, pic: Picture, box: Box, x0: float, y0: float, tooltips: 
             lx, ly = e.label_at
             _label(out, lx + ox, ly + oy, e.data)
     for o in box.members:
-        n = box.inner.nodes[("op", id(o))]
+        n = box.inner.nodes[("op", o)]
         css = "op"
         if o is k.op:
             css += " libcall" if k.library else " root"
         elif o.name == "stablehlo.constant":
             css += " const"
-        _node_svg(out, n, box.labels[("op", id(o))], css, ox, oy, pic.text.get(id(o), o.name) if tooltips else "")
+        _node_svg(out, n, box.labels[("op", o)], css, ox, oy, pic.text.get(o, o.name) if tooltips else "")
     for key in box.ports.values():
         n = box.inner.nodes[key]
         out.append(f'<circle class="port" cx="{n.x + ox:.1f}" cy="{n.y + oy:.1f}" r="3.5"/>')

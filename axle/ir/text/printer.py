@@ -53,20 +53,20 @@ class Namer:
             if isinstance(h, tuple):
                 h = h[0]
             base = self._unique(h) if isinstance(h, str) and _NAME_OK.match(h) else self._fresh()
-            self.names[id(res[0])] = "%" + base
+            self.names[res[0]] = "%" + base
             return f"%{base} = "
         if all(isinstance(h, str) and _NAME_OK.match(h) for h in hints) and len(set(hints)) == len(hints):
             parts = []
             for r, h in zip(res, hints):
                 n = self._unique(h)
-                self.names[id(r)] = "%" + n
+                self.names[r] = "%" + n
                 parts.append("%" + n)
             return ", ".join(parts) + " = "
         h = hints[0]
         group = h[0] if isinstance(h, tuple) else None
         base = self._unique(group) if group and _NAME_OK.match(group) else self._fresh()
         for i, r in enumerate(res):
-            self.names[id(r)] = f"%{base}#{i}"
+            self.names[r] = f"%{base}#{i}"
         return f"%{base}:{len(res)} = "
 
     def name_arg(self, v: Value) -> str:
@@ -77,12 +77,12 @@ class Namer:
             while f"arg{self.args}" in self.used:
                 self.args += 1
             n = self._unique(f"arg{self.args}")
-        self.names[id(v)] = "%" + n
+        self.names[v] = "%" + n
         return "%" + n
 
     def __call__(self, v: Value) -> str:
         try:
-            return self.names[id(v)]
+            return self.names[v]
         except KeyError:
             return "%<<unknown value>>"
 

@@ -398,12 +398,27 @@ class ModuleParser(Parser):
             self.pos = save
 
 
+# An observer of parses, installed by a higher layer (axle.profiler records each parse in a
+# trace): (filename, chars) -> a context manager around the parse, or None. The IR imports
+# nothing above it; the profiler hooks in here instead.
+_PARSE_HOOK = None
+
+
+def set_parse_hook(hook) -> None:
+    """Install `hook(filename, chars)` (returning a context manager or None) around every
+    parse_module; None removes it."""
+    global _PARSE_HOOK
+    _PARSE_HOOK = hook
+
+
 def parse_module(text: str, filename: Optional[str] = None) -> Module:
     """Parse MLIR text into a Module. Raises ParseError (and only ParseError) on bad input."""
-    from axle import profiler
-    if profiler.ACTIVE is not None:  # an axle.profiler trace records the parse
-        with profiler.phase("parse", file=filename, chars=len(text) if isinstance(text, str) else None):
-            return _parse_module(text, filename)
+    hook = _PARSE_HOOK
+    if hook is not None:
+        cm = hook(filename, len(text) if isinstance(text, str) else None)
+        if cm is not None:
+            with cm:
+                return _parse_module(text, filename)
     return _parse_module(text, filename)
 
 
