@@ -4,9 +4,9 @@
 * `broadcast` (the deprecated one: new leading dimensions): a fusible element mapper;
 * `collective_reduce` and `interpreter.print`: host callbacks, run like the collectives and
   probes of kernels_collective.py (the interpreter's implementation on the buffers);
-* `cpu.host_effect`: an infeed / outfeed / send / recv without its tokens (prepare.py and
-  tokens.py): a host callback that runs the interpreter's implementation of the original op
-  in the device's context, with TOKEN where the op takes or gives tokens. Errors are kept
+* `cpu.host_effect`: an infeed / outfeed / send / recv without its tokens (lower_effects.py):
+  a host callback that runs the interpreter's implementation of the original op in the
+  device's context, with TOKEN where the op takes or gives tokens. Errors are kept
   and raised after the native call returns (kernels_collective.check_errors).
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def broadcast_at(em, op: Operation, idx):
 kernel("stablehlo.collective_reduce", "interpreter.print", memory_operands=True)(_kc.emit_collective)
 
 
-_EFFECTS: dict[int, Operation] = {}  # key -> the original op (kept alive as long as the process)
+_EFFECTS: dict[int, tuple] = {}  # key -> (name, operand types, result types, attributes, where)
 _LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
@@ -52,25 +52,29 @@ _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_
 def _effect_host(key: int, table) -> None:
     try:
         from axle.backends.cpu.tokens import is_token
-        from axle.interpreter.evaluator import Evaluator
         from axle.interpreter.registry import TOKEN, OpCall, lookup
-        op = _EFFECTS[key]
+        name, in_types, out_types, attrs, where = _EFFECTS[key]
         k = 0
         operands = []
-        for v in op.operands:
-            if is_token(v.type):
+        for t in in_types:
+            if is_token(t):
                 operands.append(TOKEN)
             else:
-                operands.append(_kc._view(table[k], v.type).copy())
+                operands.append(_kc._view(table[k], t).copy())
                 k += 1
-        call = OpCall(name=op.name, operands=operands, operand_types=[v.type for v in op.operands],
-                      result_types=[r.type for r in op.results],
-                      attrs={n: a.to_python() for n, a in op.attributes.items()}, regions=[],
-                      ctx=getattr(_kc._local, "ctx", None), location=op.where())
-        outs = Evaluator.results_of(op, lookup(op.name)(call))
-        for r, v in zip(op.results, outs):
-            if not is_token(r.type):
-                np.copyto(_kc._view(table[k], r.type), v)
+        call = OpCall(name=name, operands=operands, operand_types=list(in_types), result_types=list(out_types),
+                      attrs={n: a.to_python() for n, a in attrs.items()}, regions=[],
+                      ctx=getattr(_kc._local, "ctx", None), location=where)
+        outs = lookup(name)(call)
+        if len(out_types) == 1 and not isinstance(outs, list):
+            outs = [outs]
+        outs = list(outs)
+        if len(outs) != len(out_types):
+            raise RuntimeError(f"{where} produced {len(outs)} values for {len(out_types)} results")
+        for t, v in zip(out_types, outs):
+            if not is_token(t):
+                view = _kc._view(table[k], t)
+                np.copyto(view, np.asarray(v).astype(view.dtype, copy=False))
                 k += 1
     except BaseException as e:  # must not unwind through native frames
         _kc.record_error(e)
@@ -81,19 +85,21 @@ _EFFECT_ADDRESS = ctypes.cast(_EFFECT_CALLBACK, ctypes.c_void_p).value
 
 
 def _check_effect(op: Operation) -> None:
-    if getattr(op, "original", None) is None:
-        raise Unsupported(f"{op.where()}: cpu.host_effect without its original op")
+    if "effect" not in op.attributes:
+        raise Unsupported(f"{op.where()}: cpu.host_effect without the effect it stands for")
 
 
 @kernel("cpu.host_effect", memory_operands=True, check=_check_effect)
 def host_effect(ctx: Context, op: Operation) -> None:
+    from axle.backends.cpu.lower_effects import original_call
     b = ctx.b
+    name, in_types, out_types, attrs = original_call(op)
     ctx.cacheable = False  # the callback's address and the key live in this process only
     ctx.host_callbacks = True
-    ctx.host_ops.append(op.original.name)
+    ctx.host_ops.append(name)
     with _LOCK:
         key = len(_EFFECTS)
-        _EFFECTS[key] = op.original
+        _EFFECTS[key] = (name, in_types, out_types, attrs, op.where())
     ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _kc._materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
     table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), max(len(ptrs), 1)))
