@@ -13,17 +13,15 @@ sibling's index mapping, reading run-time paddings / starts / strides where the 
 """
 from __future__ import annotations
 
-import ctypes
-
 from llvmlite import ir
 
-from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.backends.cpu import scalar as S
 from axle.backends.cpu.compiler import Context, kernel
 from axle.backends.cpu.emitter import _ty
+from axle.backends.cpu.host_callback import HostCallback
 from axle.backends.cpu.kernels_indexing import _index, gather_at
-from axle.backends.cpu.scalar import I1, I8, I64, Unsupported
+from axle.backends.cpu.scalar import I1, Unsupported
 from axle.backends.cpu.scalar_ops import convert
 from axle.ir.core import Operation
 from axle.ir.types import i64
@@ -32,20 +30,11 @@ from axle.ir.types import i64
 from axle.errors import RuntimeCheckError  # noqa: E402
 
 
-_MESSAGES: dict[int, str] = {}
-_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
-_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+def _fail(message: str, table) -> None:
+    _kc.record_error(RuntimeCheckError(message or "run-time check failed"))
 
 
-def _fail(key: int, table) -> None:
-    try:
-        _kc.record_error(RuntimeCheckError(_MESSAGES.get(key, "run-time check failed")))
-    except BaseException:  # must not unwind through native frames
-        pass
-
-
-_CALLBACK = _CALLBACK_TYPE(_fail)
-_CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+_CALLBACK = HostCallback(_fail)  # key -> the message (host_callback.py)
 
 
 def runtime_check(ctx: Context, ok, message: str) -> None:
@@ -54,13 +43,9 @@ def runtime_check(ctx: Context, ok, message: str) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the message key live in this process
     ctx.host_callbacks = True
-    with _LOCK:
-        key = len(_MESSAGES)
-        _MESSAGES[key] = message
+    key = _CALLBACK.register(message)
     with b.if_then(b.not_(ok), likely=False):
-        fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
-        fn = b.inttoptr(ir.Constant(I64, _CALLBACK_ADDRESS), fnty.as_pointer())
-        b.call(fn, [ir.Constant(I64, key), ir.Constant(I8.as_pointer().as_pointer(), None)])
+        _CALLBACK.emit_call(b, key)
 
 
 def _values(ctx: Context, v) -> list:
