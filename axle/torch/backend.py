@@ -8,7 +8,6 @@ so does a graph whose lowering or compilation fails (the warning says why). Symb
 (dynamic=True) are bound per call: each distinct input signature is lowered and compiled once."""
 from __future__ import annotations
 
-import os
 import warnings
 
 import torch
@@ -64,7 +63,8 @@ class CompiledGraph:
                 _warn(f"axle: ATen op {e} has no axle lowering; {self.name} runs eagerly")
                 entry = False
             except Exception as e:  # never a crash: the eager graph answers, the warning says why
-                if os.environ.get("AXLE_TORCH_STRICT"):
+                from axle.flags import env
+                if env("AXLE_TORCH_STRICT"):
                     raise
                 _warn(f"axle: compiling {self.name} failed ({type(e).__name__}: {str(e)[:300]}); "
                       f"it runs eagerly")
