@@ -31,7 +31,9 @@ class CompiledGraph:
     def __init__(self, gm: torch.fx.GraphModule, name: str = "graph"):
         self.gm = gm
         self.name = name
-        self.cache: dict = {}
+        from axle.flags import flag
+        from axle.lru import LRU
+        self.cache = LRU(lambda: flag("jit_cache_entries"))  # per signature, least recently used out
         self.calls = 0  # calls run by axle (tests read it)
         # a graph without symbolic sizes has one signature (Dynamo guards the rest; the
         # executable still checks every argument): no key to compute per call

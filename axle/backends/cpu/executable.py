@@ -39,6 +39,8 @@ import numpy as np
 from axle import counters as _metrics
 from axle import forks
 from axle import profiler as _profiler
+from axle.flags import flag
+from axle.lru import LRU
 from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
 from axle.backends.cpu.llvm_env import compile_to_object, link_object
@@ -47,7 +49,10 @@ from axle.ir.core import Module
 from axle.ir.signature import check_arguments
 from axle.ir.types import TensorType
 
-_CACHE: dict = {}
+# (module fingerprint, entry, signature, options, ...) -> NativeProgram, least recently used
+# first out beyond --memory_cache_programs (an evicted program lives on in the executables
+# that use it; the next compile of it loads it from the disk cache)
+_CACHE = LRU(lambda: flag("memory_cache_programs"))
 _CACHE_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
 MAX_TRAMPOLINE_ARGS = 250  # beyond this, the pointer table is filled from Python
 
@@ -251,7 +256,7 @@ class CpuExecutable:
                                   f"passes only tensors across its entry")
         self.dynamic = any(not t.is_static for t in types)
         self._arg_specs = [(tuple(t.shape), np.dtype(t.dtype)) for t in types]
-        self._programs: dict = {}
+        self._programs = LRU(lambda: flag("jit_cache_entries"))  # signature -> NativeProgram
         self._static: Optional[NativeProgram] = None
         self.loaded_from_disk = False
         if not self.dynamic:
