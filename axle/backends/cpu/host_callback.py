@@ -129,10 +129,14 @@ class HostCallback:
         b.call(fn, [ir.Constant(I64, key), arg])
 
 
-def pointer_table(ctx, ptrs: list, cast: bool = True, min_size: int = 1) -> ir.Value:
-    """A stack array of i8* holding `ptrs` (each cast to i8* first with `cast`)."""
+def pointer_table(ctx, ptrs, cast: bool = True, size: Optional[int] = None) -> ir.Value:
+    """A stack array of i8* holding `ptrs` (each cast to i8* first with `cast`). `ptrs` may
+    be a function returning the list, called after the array is made (with `size`, the
+    list's length): a kernel whose pointers emit code keeps its instructions' order."""
     b = ctx.b
-    table = ctx.em.alloca(ir.ArrayType(I8P, max(len(ptrs), min_size)))
+    table = ctx.em.alloca(ir.ArrayType(I8P, max(len(ptrs) if size is None else size, 1)))
+    if callable(ptrs):
+        ptrs = ptrs()
     for i, p in enumerate(ptrs):
         if cast:  # (instructions in this order: the IR stays what it was, for process replay)
             b.store(b.bitcast(p, I8P), b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))

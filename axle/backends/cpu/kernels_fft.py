@@ -96,4 +96,4 @@ def emit_fft(ctx: Context, op: Operation) -> None:
     else:  # a constant or a fused value: write it to a scratch buffer first
         src = ctx.temp(it)
         ctx.copy(v, src)
-    _CALLBACK.emit_call(b, key, pointer_table(ctx, [src, ctx.buffer(op.results[0])]))
+    _CALLBACK.emit_call(b, key, pointer_table(ctx, lambda: [src, ctx.buffer(op.results[0])], size=2))
