@@ -453,13 +453,21 @@ class LowerQuant(Pass):
         _Lowering(self.refused).block(module.body)
         if self.target is not None:
             from axle.errors import Unsupported
-            if self.refused:
-                op, why = self.refused[0]
+            # an op refused for its dynamic shapes may be lowered once they are known (a
+            # backend runs this pass again after specializing): not an error yet
+            final = [(op, why) for op, why in self.refused if not _dynamic(op)]
+            if final:
+                op, why = final[0]
                 raise Unsupported(f"quantized {op.where()} is not supported by the {self.target} backend: {why}")
-            left = quantized_ops(module, first_only=True)
-            if left:
+            left = [op for op in quantized_ops(module) if not _dynamic(op)]
+            if left and not self.refused:
                 raise Unsupported(f"quantized {left[0].where()} is not supported by the {self.target} backend")
         return True
+
+
+def _dynamic(op: Operation) -> bool:
+    return any(isinstance(v.type, TensorType) and not v.type.is_static
+               for v in list(op.operands) + list(op.results))
 
 
 class _Lowering:

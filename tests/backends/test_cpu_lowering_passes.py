@@ -143,3 +143,38 @@ def test_a_cache_hit_makes_no_copy():
         second = cpu.compile(module)
     assert first.module is not module and second.module is module  # the program came from the cache
     assert print_module(module) == print_module(parse_module(PROGRAMS["batch_norm"]))
+
+
+@pytest.mark.parametrize("passes", [True, False])
+def test_dynamic_programs_are_lowered_after_specializing(passes):
+    """Quantized ops on dynamic shapes are lowered once the shapes are known (the lowering
+    part runs again on each specialized module), not refused by the pipeline."""
+    q = "tensor<?x!quant.uniform<i8:f32, 0.1:2>>"
+    text = f"""func.func @main(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {{
+  %a = stablehlo.uniform_quantize %x : (tensor<?xf32>) -> {q}
+  %b = stablehlo.uniform_quantize %y : (tensor<?xf32>) -> {q}
+  %c = stablehlo.add %a, %b : {q}
+  %d = stablehlo.uniform_dequantize %c : ({q}) -> tensor<?xf32>
+  return %d : tensor<?xf32>
+}}"""
+    clear_memory_cache()
+    with disk_cache.disabled():
+        exe = cpu.compile(parse_module(text), passes=passes)
+        for n in (3, 7):
+            x, y = np.linspace(-1, 1, n, dtype=np.float32), np.linspace(0, 2, n, dtype=np.float32)
+            np.testing.assert_array_equal(exe.execute([x, y])[0], run_function(parse_module(text), [x, y])[0])
+
+
+def test_a_static_form_that_breaks_the_spec_is_left_for_specialization():
+    """static-shape-ops keeps an op whose static form shape inference refuses (the pass
+    changes nothing; the backend or refine-shapes reports it)."""
+    from axle.passes import PassManager, make_pass
+    text = """func.func @main(%x: tensor<1x8x4xf32>, %w: tensor<2x4x4xf32>) -> tensor<1x4x4xf32> {
+  %p = stablehlo.constant dense<0> : tensor<1x2xi32>
+  %r = "stablehlo.dynamic_conv"(%x, %w, %p) {batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, f]>, feature_group_count = 1 : i64, window_strides = array<i64: 2, 2>} : (tensor<1x8x4xf32>, tensor<2x4x4xf32>, tensor<1x2xi32>) -> tensor<1x4x4xf32>
+  return %r : tensor<1x4x4xf32>
+}"""
+    m = parse_module(text)
+    before = print_module(m)
+    PassManager([make_pass("static-shape-ops")]).run(m)
+    assert print_module(m) == before
