@@ -107,3 +107,29 @@ def test_unbounded_lru_caches_only_on_functions_without_arguments():
                         if a.args or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg:
                             offenders.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}: {node.name}")
     assert not offenders, "bound these caches:\n" + "\n".join(offenders)
+
+
+@pytest.mark.filterwarnings("ignore:os.fork")
+def test_a_forked_child_keeps_its_parents_programs_out_of_the_cache():
+    """A child process never frees (by eviction) a JIT its parent made."""
+    import multiprocessing as mp
+    from axle.backends.cpu import disk_cache
+    from axle.backends.cpu.executable import _CACHE, clear_memory_cache
+    clear_memory_cache()
+    with disk_cache.disabled():
+        axle.compile(_program(9), backend="cpu")
+    assert len(_CACHE) == 1
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        sizes = pool.apply(_child_cache_sizes)
+    assert sizes == (0, 1, 1)  # empty after the fork; the parent's program kept aside
+    assert len(_CACHE) == 1
+    clear_memory_cache()
+
+
+def _child_cache_sizes():
+    from axle.backends.cpu import executable
+    before = len(executable._CACHE)
+    with __import__("axle.backends.cpu.disk_cache", fromlist=["x"]).disabled():
+        axle.compile(_program(10), backend="cpu")
+    return before, len(executable._CACHE), len(executable._INHERITED)

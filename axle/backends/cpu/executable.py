@@ -31,6 +31,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Callable, Optional
 
@@ -54,6 +55,17 @@ from axle.ir.types import TensorType
 # that use it; the next compile of it loads it from the disk cache)
 _CACHE = LRU(lambda: flag("memory_cache_programs"))
 _CACHE_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
+_INHERITED: list = []  # in a forked child: the parent's programs, kept, never evicted
+
+
+def _forget_inherited() -> None:
+    """In a forked child: the parent's programs leave the cache without being freed (their
+    JITs were made in the parent; the cache's bound never destroys them here)."""
+    _INHERITED.extend(OrderedDict.values(_CACHE))
+    _CACHE.clear()
+
+
+forks.after_in_child(_forget_inherited)
 MAX_TRAMPOLINE_ARGS = 250  # beyond this, the pointer table is filled from Python
 
 
