@@ -1,14 +1,20 @@
-"""AXLE_FLAGS: options read from the environment, like XLA_FLAGS.
+"""AXLE_FLAGS: options read from the environment, like XLA_FLAGS; and the one place axle
+reads the environment at all.
 
     AXLE_FLAGS="--dump_to=/tmp/dump --dump_pass_regex=cse|simplify"
 
-Each flag has help text here; `axle flags` (or `describe()`) lists them.
+Each flag has help text here; `axle flags` (or `describe()`) lists them, and the other
+environment variables axle reads (ENVIRONMENT, read with `env(name)`). No other module
+of axle reads os.environ (tests/test_environment_reads.py checks it). Setting a variable
+is allowed where a library or a child process reads it (`scoped_env`, `child_environment`):
+that is how a variable reaches code that is not axle's.
 """
 from __future__ import annotations
 
 import functools
 import os
 import shlex
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
@@ -40,12 +46,80 @@ FLAGS = {f.name: f for f in [
                                 "interpreter computes or the CPU backend allocates; 0: half the physical memory"),
     Flag("compile_time_budget_s", 0.0, "seconds one compilation (passes and code generation) may take, "
                                        "checked between passes and kernels; 0: no budget"),
+    # cache bounds (least recently used entries go first)
+    Flag("memory_cache_programs", 256, "compiled CPU programs kept in memory per process (the "
+                                       "executable cache of backends/cpu/executable.py); 0: no limit"),
+    Flag("jit_cache_entries", 64, "compiled signatures kept per function by axle.jax.jit and per "
+                                  "graph by the torch backend; 0: no limit"),
 ]}
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    help: str
+
+
+# every environment variable axle reads, with what it means (read with env(name))
+ENVIRONMENT = {e.name: e for e in [
+    EnvVar("AXLE_FLAGS", "the flags above, as --name=value words"),
+    EnvVar("AXLE_CACHE_DIR", "folder of the disk cache of compiled programs (default "
+                             "$XDG_CACHE_HOME/axle); 'off', '0', 'none', 'false' or empty: no disk cache"),
+    EnvVar("AXLE_CACHE_MAX_BYTES", "size of the disk cache in bytes (default 1 GiB); the least "
+                                   "recently used programs go first"),
+    EnvVar("AXLE_NUM_THREADS", "threads of axle's CPU pool (default: one per core this process may use)"),
+    EnvVar("AXLE_TORCH_STRICT", "any non-empty value: the torch backend raises when a graph fails to "
+                                "compile, instead of running it eagerly with a warning"),
+    EnvVar("XDG_CACHE_HOME", "where the disk cache lives when AXLE_CACHE_DIR is not set (default ~/.cache)"),
+    EnvVar("CUDA_HOME", "a CUDA installation the GPU backend looks in for libdevice and ptxas "
+                        "(after it, /usr/local/cuda)"),
+]}
+
+
+def env(name: str) -> Optional[str]:
+    """The value of environment variable `name` (one of ENVIRONMENT), or None when unset.
+    Read on every call: a test or a program may change it while running."""
+    if name not in ENVIRONMENT:
+        raise KeyError(f"axle reads no environment variable {name}; add it to axle.flags.ENVIRONMENT "
+                       f"with its help text")
+    return os.environ.get(name)
+
+
+def flags_text() -> str:
+    """AXLE_FLAGS as set ("" when unset)."""
+    return os.environ.get("AXLE_FLAGS", "")
+
+
+@contextmanager
+def scoped_env(**values: Optional[str]):
+    """Set (None: unset) environment variables for the block, then restore them: for
+    settings read by code that is not axle's, or by axle in this process (AXLE_FLAGS)."""
+    old = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def child_environment(**values: str) -> dict:
+    """The environment for a child process: this one's, with `values` set."""
+    out = dict(os.environ)
+    out.update(values)
+    return out
 
 
 def flag(name: str):
     """The current value of one flag (AXLE_FLAGS is read on each call, parsed once per text)."""
-    return _parsed(os.environ.get("AXLE_FLAGS", ""))[name]
+    return _parsed(flags_text())[name]
 
 
 @functools.lru_cache(maxsize=8)
@@ -55,7 +129,7 @@ def _parsed(text: str) -> dict:
 
 def parse_flags(text: Optional[str] = None) -> dict:
     """Parse an AXLE_FLAGS string (default: the environment) into {name: value}."""
-    text = os.environ.get("AXLE_FLAGS", "") if text is None else text
+    text = flags_text() if text is None else text
     out = {name: f.default for name, f in FLAGS.items()}
     for item in shlex.split(text):
         if not item.startswith("--"):
@@ -83,4 +157,13 @@ def parse_flags(text: Optional[str] = None) -> dict:
 
 
 def describe() -> str:
-    return "\n".join(f"--{f.name} (default {f.default!r}): {f.help}" for f in FLAGS.values())
+    lines = [f"--{f.name} (default {f.default!r}): {f.help}" for f in FLAGS.values()]
+    lines += ["", "environment variables:"]
+    lines += [f"{e.name}: {e.help}" for e in ENVIRONMENT.values()]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """`axle flags`: print every flag and environment variable with its help."""
+    print(describe())
+    return 0

@@ -48,7 +48,8 @@ def _physical_memory() -> int:
 def max_buffer_bytes() -> int:
     """--max_buffer_bytes, or half of what this process may use: the physical memory, or
     its address-space limit (ulimit -v) when that is lower."""
-    return _buffer_limit(os.environ.get("AXLE_FLAGS", ""))
+    from axle.flags import flags_text
+    return _buffer_limit(flags_text())
 
 
 @functools.lru_cache(maxsize=8)

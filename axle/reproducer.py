@@ -59,7 +59,8 @@ def is_user_error(e: BaseException) -> bool:
 
 
 PIPELINES = {
-    "cpu": ("axle.passes.pipelines", "cpu_pipeline"),
+    "cpu": ("axle.backends.cpu.pipeline", "cpu_pipeline"),  # optimizations, then the CPU lowering
+    "cpu-lowering": ("axle.backends.cpu.pipeline", "lowering_pipeline"),  # compiling with passes=False
     "default": ("axle.passes.pipelines", "default_pipeline"),
 }
 
@@ -159,7 +160,8 @@ def _before_failing_pass(snapshot: str, pipeline: str, failed: Optional[str], ve
 def guard_codegen(module, entry: str = "main", options: Optional[dict] = None, passes_done=lambda: True,
                   pipeline: str = "cpu"):
     """Code generation inside this block: an internal error becomes an InternalCompilerError
-    naming a reproducer of the module as it is then (after the passes, when `passes_done()`)."""
+    naming a reproducer of the module as it is then (after the passes, when `passes_done()`).
+    `module` may be a function returning it (the copy a backend compiles)."""
     try:
         yield
     except Exception as e:
@@ -167,7 +169,7 @@ def guard_codegen(module, entry: str = "main", options: Optional[dict] = None, p
             raise
         from axle.ir.text.printer import print_module
         try:
-            text = print_module(module)
+            text = print_module(module() if callable(module) else module)  # (the copy being compiled)
         except Exception:
             raise e from None
         done = bool(passes_done())

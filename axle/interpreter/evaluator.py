@@ -29,46 +29,7 @@ def register_custom_call(target: str, fn: Callable[[OpCall], Any]) -> None:
 from axle.errors import ArgumentError  # noqa: E402
 
 
-def _fmt_type(t: Type) -> str:
-    if isinstance(t, TensorType):
-        dims = ",".join("?" if d is None else str(d) for d in t.shape)
-        return f"{t.element_type}[{dims}]"
-    return str(t)
-
-
-def check_arguments(fn: Operation, args: Sequence, where: str = "") -> list:
-    """Convert and check the arguments of function `fn`; raise ArgumentError naming the bad one."""
-    types = fn.function_type.inputs
-    name = fn.sym_name
-    if len(args) != len(types):
-        raise ArgumentError(f"@{name}{where} takes {len(types)} argument(s) "
-                            f"({', '.join(_fmt_type(t) for t in types)}), got {len(args)}")
-    out = []
-    for i, (a, t) in enumerate(zip(args, types)):
-        if isinstance(t, TensorType):
-            if not isinstance(a, np.ndarray):
-                if isinstance(a, (bool, int, float, complex, list, tuple, np.generic)):
-                    try:
-                        a = np.asarray(a, dtype=t.dtype)
-                    except (TypeError, ValueError, OverflowError) as e:
-                        raise ArgumentError(f"argument {i} of @{name}: cannot convert {a!r} to "
-                                            f"{_fmt_type(t)}: {e}") from None
-                else:
-                    raise ArgumentError(f"argument {i} of @{name}: expected an array of {_fmt_type(t)}, "
-                                        f"got {type(a).__name__}")
-            if a.dtype != t.dtype:
-                raise ArgumentError(f"argument {i} of @{name}: expected dtype {t.dtype} ({_fmt_type(t)}), "
-                                    f"got {a.dtype} with shape {list(a.shape)}")
-            if len(a.shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, a.shape)):
-                raise ArgumentError(f"argument {i} of @{name}: expected shape {_fmt_type(t)}, "
-                                    f"got {list(a.shape)}")
-            if t.bounds is not None:
-                for d, (s, b) in enumerate(zip(a.shape, t.bounds)):
-                    if b is not None and s > b:
-                        raise ArgumentError(f"argument {i} of @{name}: dimension {d} is {s}, "
-                                            f"over its bound {b}")
-        out.append(a)
-    return out
+from axle.ir.signature import check_arguments, format_type as _fmt_type  # noqa: E402,F401  (moved to the IR)
 
 
 class Evaluator:

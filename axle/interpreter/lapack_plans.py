@@ -95,7 +95,7 @@ def is_lapack_target(target: str) -> bool:
 # ---------------------------------------------------------------- SciPy's routines
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1024)  # (one entry per LAPACK/BLAS routine: a few hundred at most)
 def routine_address(library: str, name: str) -> int:
     """The address of SciPy's `name` (cython_lapack or cython_blas capsule)."""
     if library == "blas":

@@ -180,7 +180,9 @@ class Jitted:
         self._jax = jax.jit(fn, static_argnums=self._sig.static_argnums, static_argnames=self._sig.static_argnames,
                             donate_argnums=self._sig.donate_argnums, donate_argnames=self._sig.donate_argnames,
                             keep_unused=True, **jax_options)
-        self._cache: dict = {}
+        from axle.flags import flag
+        from axle.lru import LRU
+        self._cache = LRU(lambda: flag("jit_cache_entries"))  # bounded: least recently used out
         self.last_miss: Optional[str] = None
         self.compiles = 0
         try:

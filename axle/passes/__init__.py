@@ -20,7 +20,7 @@ def register_pass(cls):
 
 _MODULES = ("inline", "dead_code", "cse", "constant_folding", "simplify", "dot_canonicalize",
             "chlo_expand", "expanders", "refine_shapes", "transpose_fold", "lower_quant",
-            "jax_custom_calls")
+            "jax_custom_calls", "forward_tuples", "drop_barriers", "static_shape_ops")
 for _m in _MODULES:
     try:
         importlib.import_module(f"axle.passes.{_m}")

@@ -45,9 +45,9 @@ wider than 32 bits, integer dot/convolution of storage types wider than 16 bits 
 interpreter computes those in float64, exact only for narrow storage), and arithmetic on
 tensors of dynamic shape. `refused` lists them with the reason.
 
-The CPU backend calls `prepare_for_cpu` before code generation (compiler.compile_function):
-it lowers a copy of a module that has quantized types and raises the backend's
-`Unsupported` for the first refused op. The lowered program computes the interpreter's
+The CPU pipeline runs it as `LowerQuant(target="cpu")` (backends/cpu/pipeline.py), which
+raises `Unsupported` for the first refused op instead of leaving it; `prepare_for_cpu`
+does the same on a copy. The lowered program computes the interpreter's
 answers bit for bit wherever the CPU backend itself does on the ops it is lowered to; the
 one place it does not is a float contraction (the dequantize -> dot_general/convolution ->
 quantize path): the backend sums floats in its own order (BLAS, tiling), which can move a
@@ -436,19 +436,38 @@ def _dequantize_op_quantize(e: _Emit, op: Operation, operands, call: OpCall) -> 
 @register_pass
 class LowerQuant(Pass):
     """Pass 'lower-quant' (see the module docstring). After `run`, `refused` lists
-    (op, reason) for the ops left quantized."""
+    (op, reason) for the ops left quantized. With `target` (a backend's name, as its
+    pipeline builds it) a refused op, or any quantized type left, raises Unsupported
+    naming the op, the backend and the reason instead."""
 
     name = "lower-quant"
 
-    def __init__(self):
+    def __init__(self, target: Optional[str] = None):
         self.refused: list = []
+        self.target = target
 
     def run(self, module: Module) -> bool:
         self.refused = []
         if not has_quantized_types(module):
             return False
         _Lowering(self.refused).block(module.body)
+        if self.target is not None:
+            from axle.errors import Unsupported
+            # an op refused for its dynamic shapes may be lowered once they are known (a
+            # backend runs this pass again after specializing): not an error yet
+            final = [(op, why) for op, why in self.refused if not _dynamic(op)]
+            if final:
+                op, why = final[0]
+                raise Unsupported(f"quantized {op.where()} is not supported by the {self.target} backend: {why}")
+            left = [op for op in quantized_ops(module) if not _dynamic(op)]
+            if left and not self.refused:
+                raise Unsupported(f"quantized {left[0].where()} is not supported by the {self.target} backend")
         return True
+
+
+def _dynamic(op: Operation) -> bool:
+    return any(isinstance(v.type, TensorType) and not v.type.is_static
+               for v in list(op.operands) + list(op.results))
 
 
 class _Lowering:
@@ -602,20 +621,12 @@ def clone_module(module: Module) -> Module:
 
 
 def prepare_for_cpu(module: Module) -> Module:
-    """The module the CPU backend compiles: `module` itself when it has no quantized types,
-    else a lowered copy (the caller's module, which the interpreter may be running, is left
-    as it is). Raises the backend's Unsupported for an op that cannot be lowered."""
+    """`module` itself when it has no quantized types, else a lowered copy (the caller's
+    module, which the interpreter may be running, is left as it is). Raises Unsupported for
+    an op that cannot be lowered. (The CPU pipeline runs LowerQuant(target="cpu") itself;
+    this is for callers that lower outside a pipeline.)"""
     if not has_quantized_types(module):
         return module
     module = clone_module(module)
-    p = LowerQuant()
-    p.run(module)
-    if p.refused:
-        from axle.errors import Unsupported
-        op, why = p.refused[0]
-        raise Unsupported(f"quantized {op.where()} is not supported by the cpu backend: {why}")
-    left = quantized_ops(module, first_only=True)
-    if left:
-        from axle.errors import Unsupported
-        raise Unsupported(f"quantized {left[0].where()} is not supported by the cpu backend")
+    LowerQuant(target="cpu").run(module)
     return module

@@ -103,7 +103,9 @@ class _Function:
     def __init__(self, fn, backend: str):
         self.fn, self.backend = fn, backend
         self.tf_function = _jit_function(fn)
-        self._cache: dict = {}
+        from axle.flags import flag
+        from axle.lru import LRU
+        self._cache = LRU(lambda: flag("jit_cache_entries"))  # per signature, least recently used out
 
     def __call__(self, *args, **kwargs):
         tf = _tf()

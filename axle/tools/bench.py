@@ -214,7 +214,8 @@ def xla_own_temps(names: list, timeout_s: float = 300) -> dict:
             "    c = jax.jit(fn).lower(*args).compile()\n"
             "    out[nm] = int(c.memory_analysis().temp_size_in_bytes)\n"
             "print(json.dumps(out))\n")
-    env = dict(os.environ)
+    from axle.flags import child_environment
+    env = child_environment()  # (the one place axle reads the environment: axle/flags.py)
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + NO_YNN_FLAGS).strip()
     try:
         done = subprocess.run([sys.executable, "-c", code, *names], env=env, capture_output=True, text=True,
@@ -297,7 +298,8 @@ def machine() -> str:
     except OSError:
         pass
     import axle
-    flags = os.environ.get("AXLE_FLAGS", "") or "none"
+    from axle.flags import flags_text
+    flags = flags_text() or "none"
     return (f"{cpu}, {os.cpu_count()} cores; AXLE_FLAGS {flags}; Python {platform.python_version()}, numpy {np.__version__}, "
             f"jax/jaxlib {jax.__version__}, llvmlite {llvmlite.__version__}, axle {axle.__version__}")
 

@@ -198,6 +198,7 @@ OWN_PARSERS = {
     "viz": ("axle.tools.viz", "draw the compiled program (fusion kernels, shapes) as SVG or HTML"),
     "demo": ("axle.tools.demo", "the main job: compile, check, time, summarize and draw the bundled model"),
     "bench": ("axle.tools.bench", "axle vs XLA (jax.jit) on the same StableHLO: speed, compile time, memory"),
+    "flags": ("axle.flags", "list the AXLE_FLAGS flags and the environment variables axle reads"),
 }
 
 

@@ -69,20 +69,16 @@ def _record_case(args) -> tuple:
     from axle.backends.cpu import disk_cache
     from axle.backends.cpu.executable import clear_memory_cache
     from axle.tools.conformance import run_case
+    from axle.flags import scoped_env
     tmp = tempfile.mkdtemp(prefix="axle-replay-")
-    old = os.environ.get("AXLE_FLAGS")
-    os.environ["AXLE_FLAGS"] = f"--dump_to={tmp}"
     try:
-        clear_memory_cache()
-        with disk_cache.disabled():
-            result = run_case(case, "cpu", "default", timeout=120.0)
+        with scoped_env(AXLE_FLAGS=f"--dump_to={tmp}"):
+            clear_memory_cache()
+            with disk_cache.disabled():
+                result = run_case(case, "cpu", "default", timeout=120.0)
         n = _collect(tmp, os.path.join(out_root, "conformance", _safe(case.name)))
         return case.name, result.status, n
     finally:
-        if old is None:
-            os.environ.pop("AXLE_FLAGS", None)
-        else:
-            os.environ["AXLE_FLAGS"] = old
         shutil.rmtree(tmp, ignore_errors=True)
 
 

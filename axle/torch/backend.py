@@ -8,7 +8,6 @@ so does a graph whose lowering or compilation fails (the warning says why). Symb
 (dynamic=True) are bound per call: each distinct input signature is lowered and compiled once."""
 from __future__ import annotations
 
-import os
 import warnings
 
 import torch
@@ -32,7 +31,9 @@ class CompiledGraph:
     def __init__(self, gm: torch.fx.GraphModule, name: str = "graph"):
         self.gm = gm
         self.name = name
-        self.cache: dict = {}
+        from axle.flags import flag
+        from axle.lru import LRU
+        self.cache = LRU(lambda: flag("jit_cache_entries"))  # per signature, least recently used out
         self.calls = 0  # calls run by axle (tests read it)
         # a graph without symbolic sizes has one signature (Dynamo guards the rest; the
         # executable still checks every argument): no key to compute per call
@@ -64,7 +65,8 @@ class CompiledGraph:
                 _warn(f"axle: ATen op {e} has no axle lowering; {self.name} runs eagerly")
                 entry = False
             except Exception as e:  # never a crash: the eager graph answers, the warning says why
-                if os.environ.get("AXLE_TORCH_STRICT"):
+                from axle.flags import env
+                if env("AXLE_TORCH_STRICT"):
                     raise
                 _warn(f"axle: compiling {self.name} failed ({type(e).__name__}: {str(e)[:300]}); "
                       f"it runs eagerly")

@@ -3,7 +3,9 @@ from axle.errors import Unsupported
 
 
 def compile(module, entry: str = "main", passes: bool = True, **options):
-    """Compile `entry` of `module` for the host CPU, after the default pipeline (`passes`).
+    """Compile `entry` of `module` for the host CPU, after the "cpu" pipeline (`passes`;
+    without it, only the pipeline's lowering part runs: backends/cpu/pipeline.py). The
+    module given is never changed: the executable compiles a copy.
 
     The pipeline runs only when code must be generated: a program found in the in-memory
     or disk cache (keyed by the module as given) is used as it is. `profile=True` times every
@@ -21,14 +23,16 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
     from axle.reproducer import guard_codegen, run_pipeline
     pipeline = None
     ran = [not passes]
+    compiled = [module]  # the copy the executable compiles, once it has made it
     dump_to = options.pop("dump_to", None)  # AXLE_FLAGS' --dump_to for this compile only
     if passes:
         def pipeline(m):
             # an internal error in a pass leaves a reproducer (axle/reproducer.py)
+            compiled[0] = m
             run_pipeline(m, "cpu", entry=entry, options=options, dump_to=dump_to)
             ran[0] = True
     with compile_budget(f"compiling @{entry} for the cpu"), \
-            guard_codegen(module, entry, options, passes_done=lambda: ran[0]):  # ... and one in codegen
+            guard_codegen(lambda: compiled[0], entry, options, passes_done=lambda: ran[0]):  # ... and in codegen
         if options.get("profile"):  # native per-kernel timing (profiling.py)
             from axle.backends.cpu.profiling import ProfiledExecutable
             return ProfiledExecutable(module, entry, pipeline, dump_to=dump_to, **options)

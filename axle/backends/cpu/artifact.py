@@ -108,7 +108,7 @@ class LoadedCpuExecutable:
         return dict(self.native.program.aliases)
 
     def _check(self, args) -> list:
-        from axle.interpreter.evaluator import ArgumentError
+        from axle.errors import ArgumentError
         if len(args) != len(self._arg_specs):
             raise ArgumentError(f"@{self.entry} takes {len(self._arg_specs)} argument(s), got {len(args)}")
         out = []

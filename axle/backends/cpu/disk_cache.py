@@ -52,9 +52,10 @@ def cache_dir() -> Optional[str]:
     forced = getattr(_override, "dir", "unset")
     if forced != "unset":
         return forced
-    d = os.environ.get("AXLE_CACHE_DIR")
+    from axle.flags import env
+    d = env("AXLE_CACHE_DIR")
     if d is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = env("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         d = os.path.join(base, "axle")
     if d.strip().lower() in ("", "0", "off", "none", "false"):
         return None
@@ -78,7 +79,8 @@ def disabled():
 
 def max_bytes() -> int:
     try:
-        return int(os.environ.get("AXLE_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+        from axle.flags import env
+        return int(env("AXLE_CACHE_MAX_BYTES") or DEFAULT_MAX_BYTES)
     except ValueError:
         return DEFAULT_MAX_BYTES
 

@@ -31,6 +31,8 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Callable, Optional
 
 import numpy as np
@@ -38,16 +40,33 @@ import numpy as np
 from axle import counters as _metrics
 from axle import forks
 from axle import profiler as _profiler
+from axle.flags import flag
+from axle.lru import LRU
 from axle.backends.cpu import disk_cache
 from axle.backends.cpu.compiler import Program, compile_function
 from axle.backends.cpu.linking import link_object
 from axle.backends.cpu.llvm_env import compile_to_object
 from axle.errors import Unsupported
 from axle.ir.core import Module
+from axle.ir.signature import check_arguments
 from axle.ir.types import TensorType
 
-_CACHE: dict = {}
+# (module fingerprint, entry, signature, options, ...) -> NativeProgram, least recently used
+# first out beyond --memory_cache_programs (an evicted program lives on in the executables
+# that use it; the next compile of it loads it from the disk cache)
+_CACHE = LRU(lambda: flag("memory_cache_programs"))
 _CACHE_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
+_INHERITED: list = []  # in a forked child: the parent's programs, kept, never evicted
+
+
+def _forget_inherited() -> None:
+    """In a forked child: the parent's programs leave the cache without being freed (their
+    JITs were made in the parent; the cache's bound never destroys them here)."""
+    _INHERITED.extend(OrderedDict.values(_CACHE))
+    _CACHE.clear()
+
+
+forks.after_in_child(_forget_inherited)
 MAX_TRAMPOLINE_ARGS = 250  # beyond this, the pointer table is filled from Python
 
 
@@ -202,17 +221,47 @@ def dump_llvm(program: Program, entry: str, dump_to: Optional[str] = None) -> Op
     return path
 
 
+@contextmanager
+def _user_errors():
+    """A pass that refuses the input (Unsupported inside a PassError) raises the Unsupported."""
+    from axle.passes.pass_manager import PassError
+    try:
+        yield
+    except PassError as e:
+        if isinstance(e.__cause__, Unsupported):
+            raise e.__cause__ from None
+        raise
+
+
+def lower(module: Module, entry: str = "main", dump_to: Optional[str] = "") -> None:
+    """Run the CPU pipeline's lowering part (pipeline.py) on `module`, in place. With
+    `dump_to` "" (AXLE_FLAGS' --dump_to) or a folder, through axle.reproducer with its dumps
+    and crash reproducer; with None, quietly (a second run, which changes nothing)."""
+    if dump_to is None:
+        from axle.backends.cpu.pipeline import lowering_pipeline
+        from axle.passes.pass_manager import PassManager
+        PassManager(lowering_pipeline()).run(module)
+        return
+    from axle.reproducer import run_pipeline
+    run_pipeline(module, "cpu-lowering", entry=entry, dump_to=dump_to or None)
+
+
 class CpuExecutable:
-    """A compiled entry function. `pipeline`, when given, is run on the module (once, and
-    only when a program must actually be compiled, not on a cache hit)."""
+    """A compiled entry function. The module given is never changed: a program is compiled
+    from a deep copy of it, after `pipeline` (when given: the optimizing passes, run once,
+    and only when a program must actually be compiled, not on a cache hit) and the CPU
+    pipeline's lowering part (pipeline.py; a no-op after the full "cpu" pipeline).
+    `module` is that copy once compiled, else the module given (`source_module`)."""
 
     def __init__(self, module: Module, entry: str = "main", pipeline: Optional[Callable] = None,
                  dump_to: Optional[str] = None, **options):
-        self.module = module
+        self.source_module = module
+        self._optimized: Optional[Module] = None
         self._dump_to = dump_to  # writes each generated LLVM module there (else AXLE_FLAGS' --dump_to)
         self.entry = entry
         self.options = dict(options)
         self._pipeline = pipeline
+        self._optimizes = pipeline is not None  # part of the cache keys
         self._pipeline_lock = forks.lock()
         self.function = module.function(entry)
         self.fingerprint = fingerprint(module)
@@ -224,20 +273,34 @@ class CpuExecutable:
                                   f"passes only tensors across its entry")
         self.dynamic = any(not t.is_static for t in types)
         self._arg_specs = [(tuple(t.shape), np.dtype(t.dtype)) for t in types]
-        self._programs: dict = {}
+        self._programs = LRU(lambda: flag("jit_cache_entries"))  # signature -> NativeProgram
         self._static: Optional[NativeProgram] = None
         self.loaded_from_disk = False
         if not self.dynamic:
             self._static = self._native(tuple(t.shape for t in types))
             self.loaded_from_disk = self._static.from_disk
 
+    @property
+    def module(self) -> Module:
+        """The module code was generated from (optimized and lowered) once a program was
+        compiled here, else the module given."""
+        return self._optimized if self._optimized is not None else self.source_module
+
     def _optimized_module(self) -> Module:
+        """The copy of the module given, after the pipeline and the lowering (made once)."""
         with self._pipeline_lock:
-            if self._pipeline is not None:
-                self._pipeline(self.module)
+            if self._optimized is None:
+                from axle.passes.lower_quant import clone_module
+                module = clone_module(self.source_module)  # the caller's module stays as it is
+                with _user_errors():
+                    if self._pipeline is not None:
+                        self._pipeline(module)
+                        lower(module, dump_to=None)  # nothing left to do after the "cpu" pipeline
+                    else:
+                        lower(module, self.entry, dump_to=self._dump_to or "")
                 self._pipeline = None
-                self.function = self.module.function(self.entry)
-        return self.module
+                self._optimized = module
+        return self._optimized
 
     def _native(self, signature: tuple) -> NativeProgram:
         prog = self._programs.get(signature)
@@ -245,14 +308,14 @@ class CpuExecutable:
             return prog
         opts = json.dumps(self.options, sort_keys=True, default=str)
         from axle.backends.cpu import parallel
-        key = (self.fingerprint, self.entry, signature, opts, self._pipeline is not None, parallel.enabled())
+        key = (self.fingerprint, self.entry, signature, opts, self._optimizes, parallel.enabled())
         with _CACHE_LOCK:
             prog = _CACHE.get(key)
         if prog is None:
             _metrics.add("memory_cache_misses")
             _explain_miss(self.entry, key)
             dkey = disk_cache.make_key(self.fingerprint, self.entry, signature,
-                                       dict(self.options, pipeline=self._pipeline is not None))
+                                       dict(self.options, pipeline=self._optimizes))
             prog = self._from_disk(dkey, signature)
             if prog is None:
                 _metrics.add("disk_cache_misses")
@@ -292,6 +355,8 @@ class CpuExecutable:
             from axle.ir import parse_module, print_module
             from axle.passes.refine_shapes import fully_static, specialize
             module = specialize(parse_module(print_module(module)), self.entry, list(signature))
+            with _user_errors():
+                lower(module, dump_to=None)  # what specializing made lowerable (constant shapes)
             if not fully_static(module, self.entry):
                 from axle.backends.cpu.kernels_jax import check_shape_assertions
                 check_shape_assertions(module)  # shapes that break the export's assertions: say so
@@ -322,7 +387,6 @@ class CpuExecutable:
         _metrics.add("executions")
         if self._static is not None and not self._static._alias and self._fast_ok(args):
             return self._static.run(args)
-        from axle.interpreter.evaluator import check_arguments  # (lazy: the interpreter imports SciPy)
         # np.asarray(order="C") keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-d)
         args = [np.asarray(a, order="C") for a in check_arguments(self.function, list(args))]
         prog = self._native(tuple(a.shape for a in args))

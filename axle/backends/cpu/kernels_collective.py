@@ -14,15 +14,10 @@ callback is kept and re-raised by `check_errors()` after the native call returns
 from __future__ import annotations
 
 import ctypes
-import threading
-from contextlib import contextmanager
 
 import numpy as np
-from llvmlite import ir
 
-from axle import forks
 from axle.codegen.emitter import _ty
-from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
@@ -35,47 +30,9 @@ COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce
 # check.expect_serialized_eq, which reads the same store.
 HOST_OPS = COLLECTIVES + ("interpreter.probe", "check.expect_serialized_eq")
 
-_OPS: dict[int, Operation] = {}  # key -> op (kept alive as long as the process)
-_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
-_local = threading.local()
-
-_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
-
-
-@contextmanager
-def device_context(ctx):
-    """Run native code in this thread as the device whose ExecContext is `ctx`."""
-    old = getattr(_local, "ctx", None)
-    _local.ctx = ctx
-    _local.error = None
-    try:
-        yield
-    finally:
-        _local.ctx = old
-
-
-def record_error(e: BaseException) -> None:
-    """In a host callback: keep the first exception of this call for check_errors and set
-    the call's status word, so that the compiled code stops (status.py)."""
-    if getattr(_local, "error", None) is None:
-        _local.error = e
-    addr = getattr(_local, "status_addr", None)
-    if addr:
-        ctypes.c_int64.from_address(addr).value = 1
-
-
-def start_call(addr) -> None:
-    """Before a call of a program with callbacks: where its status word is, cleared."""
-    _local.status_addr = addr
-    if addr:
-        ctypes.c_int64.from_address(addr).value = 0
-
-
-def check_errors() -> None:
-    err = getattr(_local, "error", None)
-    if err is not None:
-        _local.error = None
-        raise err
+# the host-callback mechanism (host_callback.py); these names stay importable from here
+from axle.backends.cpu.host_callback import (HostCallback, _local, check_errors, device_context,  # noqa: E402,F401
+                                             pointer_table, record_error, start_call)
 
 
 def _view(ptr: int, t) -> np.ndarray:
@@ -85,57 +42,43 @@ def _view(ptr: int, t) -> np.ndarray:
     return np.frombuffer(buf, dtype=dt, count=n).reshape(t.shape)
 
 
-def _host(key: int, table) -> None:
-    try:
-        op = _OPS[key]
-        from axle.interpreter.evaluator import Evaluator
-        from axle.interpreter.registry import OpCall, lookup
-        ctx = getattr(_local, "ctx", None)
-        n_in = len(op.operands)
-        operands = [_view(table[i], v.type).copy() for i, v in enumerate(op.operands)]
-        ev = Evaluator.__new__(Evaluator)
-        ev.module, ev.functions = None, {}
-        regions = [ev.region_callable(r, {}, ctx) for r in op.regions]
-        call = OpCall(name=op.name, operands=operands, operand_types=[v.type for v in op.operands],
-                      result_types=[r.type for r in op.results],
-                      attrs={k: a.to_python() for k, a in op.attributes.items()}, regions=regions, ctx=ctx,
-                      location=op.where())
-        if op.name == "stablehlo.custom_call":  # a target registered by the user
-            from axle.interpreter.evaluator import _CUSTOM_CALLS
-            call.name = op.attr("call_target_name")
-            out = _CUSTOM_CALLS[call.name](call)
-        else:
-            out = lookup(op.name)(call)
-        outs = Evaluator.results_of(op, out)
-        for j, (r, v) in enumerate(zip(op.results, outs)):
-            np.copyto(_view(table[n_in + j], r.type), v)
-    except BaseException as e:  # must not unwind through native frames
-        record_error(e)
+def _host(op: Operation, table) -> None:
+    from axle.interpreter.evaluator import Evaluator
+    from axle.interpreter.registry import OpCall, lookup
+    ctx = getattr(_local, "ctx", None)
+    n_in = len(op.operands)
+    operands = [_view(table[i], v.type).copy() for i, v in enumerate(op.operands)]
+    ev = Evaluator.__new__(Evaluator)
+    ev.module, ev.functions = None, {}
+    regions = [ev.region_callable(r, {}, ctx) for r in op.regions]
+    call = OpCall(name=op.name, operands=operands, operand_types=[v.type for v in op.operands],
+                  result_types=[r.type for r in op.results],
+                  attrs={k: a.to_python() for k, a in op.attributes.items()}, regions=regions, ctx=ctx,
+                  location=op.where())
+    if op.name == "stablehlo.custom_call":  # a target registered by the user
+        from axle.interpreter.evaluator import _CUSTOM_CALLS
+        call.name = op.attr("call_target_name")
+        out = _CUSTOM_CALLS[call.name](call)
+    else:
+        out = lookup(op.name)(call)
+    outs = Evaluator.results_of(op, out)
+    for j, (r, v) in enumerate(zip(op.results, outs)):
+        np.copyto(_view(table[n_in + j], r.type), v)
 
 
-_CALLBACK = _CALLBACK_TYPE(_host)
-_CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+CALLBACK = HostCallback(_host)  # key -> the op (kept alive as long as the process)
 
 
 @kernel(*HOST_OPS, memory_operands=True)
 def emit_collective(ctx: Context, op: Operation) -> None:
     """A call of the host callback with (key, [operand pointers..., result pointers...])."""
-    b = ctx.b
     ctx.cacheable = False  # the callback's address and the op key live in this process only
     ctx.host_callbacks = True
     ctx.host_ops.append(op.name)
-    with _LOCK:
-        key = len(_OPS)
-        _OPS[key] = op
+    key = CALLBACK.register(op)
     ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
-    table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), max(len(ptrs), 1)))
-    for i, p in enumerate(ptrs):
-        slot = b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True)
-        b.store(p, slot)
-    fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
-    fn = b.inttoptr(ir.Constant(I64, _CALLBACK_ADDRESS), fnty.as_pointer())
-    b.call(fn, [ir.Constant(I64, key), b.bitcast(table, I8.as_pointer().as_pointer())])
+    CALLBACK.emit_call(ctx.b, key, pointer_table(ctx, ptrs, cast=False))
 
 
 def _materialize(ctx: Context, v):

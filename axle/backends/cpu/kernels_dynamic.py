@@ -13,21 +13,19 @@ sibling's index mapping, reading run-time paddings / starts / strides where the 
 """
 from __future__ import annotations
 
-import ctypes
-
 from llvmlite import ir
 
-from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.codegen import scalar as S
 from axle.codegen.elemental import gather_at
 from axle.codegen.elemental import index_i64 as _index
 from axle.codegen.emitter import _ty
-from axle.codegen.scalar import I1, I8, I64
+from axle.codegen.scalar import I1
 from axle.codegen.scalar_ops import convert
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
+from axle.backends.cpu.host_callback import HostCallback
 from axle.ir.core import Operation
 from axle.ir.types import i64
 
@@ -35,20 +33,11 @@ from axle.ir.types import i64
 from axle.errors import RuntimeCheckError  # noqa: E402
 
 
-_MESSAGES: dict[int, str] = {}
-_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
-_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+def _fail(message: str, table) -> None:
+    _kc.record_error(RuntimeCheckError(message or "run-time check failed"))
 
 
-def _fail(key: int, table) -> None:
-    try:
-        _kc.record_error(RuntimeCheckError(_MESSAGES.get(key, "run-time check failed")))
-    except BaseException:  # must not unwind through native frames
-        pass
-
-
-_CALLBACK = _CALLBACK_TYPE(_fail)
-_CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+_CALLBACK = HostCallback(_fail)  # key -> the message (host_callback.py)
 
 
 def runtime_check(ctx: Context, ok, message: str) -> None:
@@ -57,13 +46,9 @@ def runtime_check(ctx: Context, ok, message: str) -> None:
     b = ctx.b
     ctx.cacheable = False  # the callback's address and the message key live in this process
     ctx.host_callbacks = True
-    with _LOCK:
-        key = len(_MESSAGES)
-        _MESSAGES[key] = message
+    key = _CALLBACK.register(message)
     with b.if_then(b.not_(ok), likely=False):
-        fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
-        fn = b.inttoptr(ir.Constant(I64, _CALLBACK_ADDRESS), fnty.as_pointer())
-        b.call(fn, [ir.Constant(I64, key), ir.Constant(I8.as_pointer().as_pointer(), None)])
+        _CALLBACK.emit_call(b, key)
 
 
 def _values(ctx: Context, v) -> list:

@@ -4,86 +4,73 @@
 * `broadcast` (the deprecated one: new leading dimensions): a fusible element mapper;
 * `collective_reduce` and `interpreter.print`: host callbacks, run like the collectives and
   probes of kernels_collective.py (the interpreter's implementation on the buffers);
-* `cpu.host_effect`: an infeed / outfeed / send / recv without its tokens (prepare.py and
-  tokens.py): a host callback that runs the interpreter's implementation of the original op
-  in the device's context, with TOKEN where the op takes or gives tokens. Errors are kept
+* `cpu.host_effect`: an infeed / outfeed / send / recv without its tokens (lower_effects.py):
+  a host callback that runs the interpreter's implementation of the original op in the
+  device's context, with TOKEN where the op takes or gives tokens. Errors are kept
   and raised after the native call returns (kernels_collective.check_errors).
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
-from llvmlite import ir
 
-from axle import forks
 from axle.backends.cpu import kernels_collective as _kc
 from axle.codegen import elemental  # noqa: F401  (map and broadcast fuse: registers their element mappers)
-from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
+from axle.backends.cpu.host_callback import HostCallback, pointer_table
 from axle.ir.core import Operation
 
 
 kernel("stablehlo.collective_reduce", "interpreter.print", memory_operands=True)(_kc.emit_collective)
 
 
-_EFFECTS: dict[int, Operation] = {}  # key -> the original op (kept alive as long as the process)
-_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
-_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+def _effect_host(effect: tuple, table) -> None:
+    """Run the effect (name, operand types, result types, attributes, where) on the buffers."""
+    from axle.backends.cpu.tokens import is_token
+    from axle.interpreter.registry import TOKEN, OpCall, lookup
+    name, in_types, out_types, attrs, where = effect
+    k = 0
+    operands = []
+    for t in in_types:
+        if is_token(t):
+            operands.append(TOKEN)
+        else:
+            operands.append(_kc._view(table[k], t).copy())
+            k += 1
+    call = OpCall(name=name, operands=operands, operand_types=list(in_types), result_types=list(out_types),
+                  attrs={n: a.to_python() for n, a in attrs.items()}, regions=[],
+                  ctx=getattr(_kc._local, "ctx", None), location=where)
+    outs = lookup(name)(call)
+    if len(out_types) == 1 and not isinstance(outs, list):
+        outs = [outs]
+    outs = list(outs)
+    if len(outs) != len(out_types):
+        raise RuntimeError(f"{where} produced {len(outs)} values for {len(out_types)} results")
+    for t, v in zip(out_types, outs):
+        if not is_token(t):
+            view = _kc._view(table[k], t)
+            np.copyto(view, np.asarray(v).astype(view.dtype, copy=False))
+            k += 1
 
 
-def _effect_host(key: int, table) -> None:
-    try:
-        from axle.backends.cpu.tokens import is_token
-        from axle.interpreter.evaluator import Evaluator
-        from axle.interpreter.registry import TOKEN, OpCall, lookup
-        op = _EFFECTS[key]
-        k = 0
-        operands = []
-        for v in op.operands:
-            if is_token(v.type):
-                operands.append(TOKEN)
-            else:
-                operands.append(_kc._view(table[k], v.type).copy())
-                k += 1
-        call = OpCall(name=op.name, operands=operands, operand_types=[v.type for v in op.operands],
-                      result_types=[r.type for r in op.results],
-                      attrs={n: a.to_python() for n, a in op.attributes.items()}, regions=[],
-                      ctx=getattr(_kc._local, "ctx", None), location=op.where())
-        outs = Evaluator.results_of(op, lookup(op.name)(call))
-        for r, v in zip(op.results, outs):
-            if not is_token(r.type):
-                np.copyto(_kc._view(table[k], r.type), v)
-                k += 1
-    except BaseException as e:  # must not unwind through native frames
-        _kc.record_error(e)
-
-
-_EFFECT_CALLBACK = _CALLBACK_TYPE(_effect_host)
-_EFFECT_ADDRESS = ctypes.cast(_EFFECT_CALLBACK, ctypes.c_void_p).value
+_EFFECT_CALLBACK = HostCallback(_effect_host)  # key -> the effect (kept as long as the process)
 
 
 def _check_effect(op: Operation) -> None:
-    if getattr(op, "original", None) is None:
-        raise Unsupported(f"{op.where()}: cpu.host_effect without its original op")
+    if "effect" not in op.attributes:
+        raise Unsupported(f"{op.where()}: cpu.host_effect without the effect it stands for")
 
 
 @kernel("cpu.host_effect", memory_operands=True, check=_check_effect)
 def host_effect(ctx: Context, op: Operation) -> None:
+    from axle.backends.cpu.lower_effects import original_call
     b = ctx.b
+    name, in_types, out_types, attrs = original_call(op)
     ctx.cacheable = False  # the callback's address and the key live in this process only
     ctx.host_callbacks = True
-    ctx.host_ops.append(op.original.name)
-    with _LOCK:
-        key = len(_EFFECTS)
-        _EFFECTS[key] = op.original
+    ctx.host_ops.append(name)
+    key = _EFFECT_CALLBACK.register((name, in_types, out_types, attrs, op.where()))
     ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _kc._materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
-    table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), max(len(ptrs), 1)))
-    for i, p in enumerate(ptrs):
-        b.store(b.bitcast(p, I8.as_pointer()), b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))
-    fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
-    fn = b.inttoptr(ir.Constant(I64, _EFFECT_ADDRESS), fnty.as_pointer())
-    b.call(fn, [ir.Constant(I64, key), b.bitcast(table, I8.as_pointer().as_pointer())])
+    _EFFECT_CALLBACK.emit_call(b, key, pointer_table(ctx, ptrs))

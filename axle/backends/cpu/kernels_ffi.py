@@ -12,7 +12,6 @@ it; the executable raises it after the native call returns.
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 from llvmlite import ir
@@ -21,6 +20,7 @@ from axle.backends import ffi
 from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
+from axle.backends.cpu.host_callback import HostCallback, set_error
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType
@@ -35,8 +35,6 @@ BUFFER_SIZE, TABLE_SIZE, ATTRS_SIZE, FRAME_SIZE = 48, 40, 48, 168  # XLA_FFI_STR
 STAGE_EXECUTE = 3
 
 _KEEP: list = []  # compile-time data referenced by generated code (lives with the process)
-_CALLS: dict = {}  # key -> (target, location) for error messages
-_LOCK = threading.Lock()
 
 
 def _keep(obj) -> int:
@@ -122,17 +120,15 @@ def _attributes(op: Operation):
     return cfg.entries
 
 
-def _fail(key: int, err: int) -> None:  # host callback: the handler returned an error
-    from axle.backends.cpu import kernels_collective
+def _fail(call: tuple, err: int) -> None:  # host callback: the handler returned an error
     code, message = ffi.take_error(err)
-    target, where = _CALLS.get(key, ("?", "?"))
+    target, where = call
     name = ffi.ERROR_CODES[code] if 0 <= code < len(ffi.ERROR_CODES) else str(code)
-    kernels_collective._local.error = ffi.FfiCallError(
-        f"{where}: custom call '{target}' failed: {name}: {message}")
+    set_error(ffi.FfiCallError(f"{where}: custom call '{target}' failed: {name}: {message}"), first=False)
 
 
-_FAIL = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)(_fail)
-_FAIL_ADDRESS = ctypes.cast(_FAIL, ctypes.c_void_p).value
+# key -> (target, location) for error messages; called with the handler's error (i8*)
+_FAIL = HostCallback(_fail, arg=ctypes.c_void_p, ir_arg=P8)
 
 
 def _const_ptr(addr: int):
@@ -145,9 +141,7 @@ def emit_ffi_call(ctx: Context, op: Operation, handler: int) -> None:
     ctx.cacheable = False  # the handler's and the tables' addresses live in this process only
     ctx.host_callbacks = True
     target = op.attr("call_target_name")
-    with _LOCK:
-        key = len(_CALLS)
-        _CALLS[key] = (target, op.where())
+    key = _FAIL.register((target, op.where()))
     attrs = encode_attrs(_attributes(op), op.where())
     values = list(op.operands) + list(op.results)
     n_in, n_out = len(op.operands), len(op.results)
@@ -200,8 +194,7 @@ def emit_ffi_call(ctx: Context, op: Operation, handler: int) -> None:
     err = b.call(b.inttoptr(ir.Constant(I64, handler), fnty.as_pointer()), [frame])
     failed = b.icmp_unsigned("!=", b.ptrtoint(err, I64), ir.Constant(I64, 0))
     with b.if_then(failed, likely=False):
-        fail_ty = ir.FunctionType(ir.VoidType(), [I64, P8])
-        b.call(b.inttoptr(ir.Constant(I64, _FAIL_ADDRESS), fail_ty.as_pointer()), [ir.Constant(I64, key), err])
+        _FAIL.emit_call(b, key, value=err)
 
 
 def check_ffi_call(op: Operation) -> None:

@@ -17,21 +17,15 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from llvmlite import ir
 
-from axle import forks
-from axle.backends.cpu import kernels_collective as _kc
 from axle.codegen.emitter import _ty
-from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
+from axle.backends.cpu.host_callback import HostCallback, pointer_table
 from axle.ir.core import Operation
 
 _TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
-_PLANS: dict[int, tuple] = {}  # key -> (fft_type, lengths, in shape/dtype, out shape/dtype)
-_LOCK = forks.lock()  # unlocked again in a forked child (axle/forks.py)
-_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
 
 def _check(op: Operation) -> None:
@@ -76,17 +70,14 @@ def compute(fft_type: str, lengths: list, x: np.ndarray, out_shape, out_dtype) -
     return result.astype(out_dtype)
 
 
-def _host(key: int, table) -> None:
-    try:
-        fft_type, lengths, (ishape, idt), (oshape, odt) = _PLANS[key]
-        x = _view(table[0], ishape, idt)
-        np.copyto(_view(table[1], oshape, odt), compute(fft_type, lengths, x, oshape, odt))
-    except BaseException as e:  # must not unwind through native frames
-        _kc.record_error(e)
+def _host(plan: tuple, table) -> None:
+    """plan: (fft_type, lengths, in shape/dtype, out shape/dtype)."""
+    fft_type, lengths, (ishape, idt), (oshape, odt) = plan
+    x = _view(table[0], ishape, idt)
+    np.copyto(_view(table[1], oshape, odt), compute(fft_type, lengths, x, oshape, odt))
 
 
-_CALLBACK = _CALLBACK_TYPE(_host)
-_CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+_CALLBACK = HostCallback(_host)  # key -> the plan (host_callback.py)
 
 
 @kernel("stablehlo.fft", memory_operands=True, check=_check)
@@ -99,18 +90,11 @@ def emit_fft(ctx: Context, op: Operation) -> None:
     it, ot = _ty(op.operands[0]), _ty(op.results[0])
     plan = (str(op.attr("fft_type")), [int(n) for n in op.attr("fft_length")],
             (tuple(it.shape), np.dtype(it.dtype)), (tuple(ot.shape), np.dtype(ot.dtype)))
-    with _LOCK:
-        key = len(_PLANS)
-        _PLANS[key] = plan
+    key = _CALLBACK.register(plan)
     v = op.operands[0]
     if ctx.has_buffer(v):
         src = ctx.buffer(v)
     else:  # a constant or a fused value: write it to a scratch buffer first
         src = ctx.temp(it)
         ctx.copy(v, src)
-    table = ctx.em.alloca(ir.ArrayType(I8.as_pointer(), 2))
-    for i, p in enumerate((src, ctx.buffer(op.results[0]))):
-        b.store(b.bitcast(p, I8.as_pointer()), b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))
-    fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
-    fn = b.inttoptr(ir.Constant(I64, _CALLBACK_ADDRESS), fnty.as_pointer())
-    b.call(fn, [ir.Constant(I64, key), b.bitcast(table, I8.as_pointer().as_pointer())])
+    _CALLBACK.emit_call(b, key, pointer_table(ctx, lambda: [src, ctx.buffer(op.results[0])], size=2))

@@ -10,42 +10,31 @@ with the operands' values to format the message, which the call then raises.
 """
 from __future__ import annotations
 
-import ctypes
-import threading
-
 import numpy as np
 from llvmlite import ir
 
 from axle.backends.cpu import kernels_collective as _kc
 from axle.codegen.emitter import _ty
-from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
+from axle.backends.cpu.host_callback import HostCallback, pointer_table, set_error
 from axle.interpreter.jax_targets import ShapeAssertionError, check_shape_assertion
 from axle.ir.core import Operation
 
-_OPS: dict[int, Operation] = {}
-_LOCK = threading.Lock()
-_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
-
-
-def _failed(key: int, table) -> None:
+def _failed(op: Operation, table) -> None:
     try:
-        op = _OPS[key]
         values = [_kc._view(table[i], v.type).copy() for i, v in enumerate(op.operands)]
         try:
             check_shape_assertion(op, values)
             err = ShapeAssertionError(f"{op.where()}: shape assertion failed")
         except ShapeAssertionError as e:
             err = e
-        if getattr(_kc._local, "error", None) is None:
-            _kc._local.error = err
+        set_error(err)
     except BaseException as e:  # must not unwind through native frames
-        _kc._local.error = e
+        set_error(e, first=False)
 
 
-_CALLBACK = _CALLBACK_TYPE(_failed)
-_CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+_CALLBACK = HostCallback(_failed)  # key -> the shape_assertion op (host_callback.py)
 
 
 def _constant(v):
@@ -76,20 +65,13 @@ def emit_shape_assertion(ctx: Context, op: Operation) -> None:
     em = ctx.em
     ctx.cacheable = False  # the callback's address and the op key live in this process only
     ctx.host_callbacks = True
-    with _LOCK:
-        key = len(_OPS)
-        _OPS[key] = op
+    key = _CALLBACK.register(op)
     ok = em.value_at(op.operands[0], [])
     if ok.type != ir.IntType(1):
         ok = b.icmp_unsigned("!=", ok, ir.Constant(ok.type, 0))
     with b.if_then(b.not_(ok), likely=False):
         ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _kc._materialize(ctx, v) for v in op.operands]
-        table = em.alloca(ir.ArrayType(I8.as_pointer(), len(ptrs)))
-        for i, p in enumerate(ptrs):
-            b.store(p, b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))
-        fnty = ir.FunctionType(ir.VoidType(), [I64, I8.as_pointer().as_pointer()])
-        fn = b.inttoptr(ir.Constant(I64, _CALLBACK_ADDRESS), fnty.as_pointer())
-        b.call(fn, [ir.Constant(I64, key), b.bitcast(table, I8.as_pointer().as_pointer())])
+        _CALLBACK.emit_call(b, key, pointer_table(ctx, ptrs, cast=False))
 
 
 def check_shape_assertions(module) -> None:

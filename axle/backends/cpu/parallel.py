@@ -266,7 +266,8 @@ _STATE: dict = {}  # "ready": bool once tried; "handle", "configure", "threads"
 def thread_count() -> int:
     """Threads a split kernel may use: AXLE_NUM_THREADS, else the cores this process may
     run on, at most max_threads()."""
-    env = os.environ.get("AXLE_NUM_THREADS")
+    from axle.flags import env as _env
+    env = _env("AXLE_NUM_THREADS")
     if env:
         try:
             n = int(env)

@@ -3,11 +3,12 @@
 Tokens carry no data; they only order effects, and the generated code runs its ops in
 program order anyway. So:
 
-* prepare.py turns each token-threaded effect (`infeed`, `outfeed`, `send`, `recv`) into a
-  `cpu.host_effect` op without its token operands and results (a fresh `after_all` stands
-  for a token result, and goes once nothing reads it); kernels_extra.py compiles it to a
-  host callback that runs the interpreter's implementation of the original op with the
-  device's context (as collectives do), tokens put back where the op has them.
+* the pass cpu-lower-effects (lower_effects.py) turns each token-threaded effect (`infeed`,
+  `outfeed`, `send`, `recv`) into a `cpu.host_effect` op without its token operands and
+  results (a fresh `after_all` stands for a token result, and goes once nothing reads it);
+  kernels_extra.py compiles it to a host callback that runs the interpreter's
+  implementation of the original op with the device's context (as collectives do), tokens
+  put back where the op has them.
 * `executable_for(module, entry)` compiles an entry function whose arguments or results
   include tokens (the programs of `interpreter.run_parallel`): the tokens are taken out of
   the signature (uses of a token argument read a fresh `after_all`), and the returned
@@ -73,19 +74,3 @@ def executable_for(module: Module, entry: str):
         tuple(t for i, t in enumerate(ft.inputs) if i not in token_args),
         tuple(t for k, t in enumerate(ft.results) if k not in token_results)))
     return _TokenStripped(CpuExecutable(module, entry), token_args, n_results, token_results)
-
-
-def strip_effect(op: Operation, b):
-    """The cpu.host_effect standing for token-threaded effect `op` (built with Builder b);
-    returns the replacement values of op's results."""
-    operands = [v for v in op.operands if not is_token(v.type)]
-    types = [r.type for r in op.results if not is_token(r.type)]
-    new = b.create("cpu.host_effect", operands, types, {})
-    new.original = op  # the interpreter runs the original op (see kernels_extra.py)
-    out, it = [], iter(new.results)
-    for r in op.results:
-        if is_token(r.type):
-            out.append(b.create("stablehlo.after_all", [], [TokenType()], {}).results[0])
-        else:
-            out.append(next(it))
-    return out

@@ -112,7 +112,8 @@ def find_libdevice() -> Optional[str]:
         bases += list(getattr(nv, "__path__", []))
     except ImportError:
         pass
-    bases += [h for h in (os.environ.get("CUDA_HOME"), "/usr/local/cuda") if h]
+    from axle.flags import env
+    bases += [h for h in (env("CUDA_HOME"), "/usr/local/cuda") if h]
     for base in bases:
         p = os.path.join(base, "nvvm", "libdevice", "libdevice.10.bc")
         if os.path.isfile(p):
@@ -186,7 +187,8 @@ def find_ptxas() -> Optional[str]:
                 return p
     except ImportError:
         pass
-    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+    from axle.flags import env
+    for home in (env("CUDA_HOME"), "/usr/local/cuda"):
         if home and os.access(os.path.join(home, "bin", "ptxas"), os.X_OK):
             return os.path.join(home, "bin", "ptxas")
     for p in glob.glob(os.path.join(os.path.dirname(os.__file__), "..", "**", "cuda_nvcc", "bin", "ptxas")):
