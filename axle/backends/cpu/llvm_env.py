@@ -102,6 +102,9 @@ def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
 
 def link_object(obj: bytes, exports: list[str]):
     """JIT-link object code into this process; returns (keep-alive handle, {name: address})."""
+    if b"axle_coll_" in obj:  # native collectives (collectives_native.py)
+        from axle.backends.cpu.collectives_native import runtime
+        runtime()
     with _LOCK:
         _init()
         from axle.backends.cpu import blas
