@@ -173,7 +173,11 @@ class NamedSharding:
         return not self.used_axes() and not self.partial
 
     def normalized(self, rank: int) -> "NamedSharding":
-        return NamedSharding.from_dims(self.mesh, self.dims(rank), sorted(self.partial))
+        """Canonical form: one entry per dimension, partial axes sorted, and axes of size 1
+        dropped (they split nothing; kept, they would make collectives over groups of one)."""
+        one = {n for n, s in self.mesh.axes if s == 1}
+        return NamedSharding.from_dims(self.mesh, [[a for a in d if a not in one] for d in self.dims(rank)],
+                                       sorted(a for a in self.partial if a not in one))
 
     def same_as(self, other: "NamedSharding", rank: int) -> bool:
         return (self.dims(rank) == other.dims(rank) and set(self.partial) == set(other.partial))

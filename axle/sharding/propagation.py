@@ -66,7 +66,8 @@ def propagate(module, function: str = "main") -> ShardingPlan:
     fn = module.function(function)
     mesh = module_mesh(module)
     args, outs = function_shardings(fn, mesh)
-    args = [s if s is not None else NamedSharding(mesh) for s in args]
+    args = [(s if s is not None else NamedSharding(mesh)).normalized(len(getattr(a.type, "shape", ())))
+            for a, s in zip(fn.body.arguments, args)]
     plan = ShardingPlan(mesh, fn, args, outs)
     for a, s in zip(fn.body.arguments, args):
         if not _tensor(a):
