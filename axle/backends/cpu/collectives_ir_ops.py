@@ -109,6 +109,9 @@ shm0:
 shm:
   call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
   %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
+  %ab1 = icmp eq i64 %ok1, 0
+  br i1 %ab1, label %end, label %past1
+past1:
   call void @llvm.memmove.p0.p0.i64(ptr %mine, ptr %myin, i64 %cb, i1 false)
 {_pre("red")}
 {_member_loop("red", '''  br i1 $self, label $skip, label $do
@@ -183,6 +186,9 @@ shm0:
 shm:
   call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
   %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
+  %ab1 = icmp eq i64 %ok1, 0
+  br i1 %ab1, label %end, label %past1
+past1:
 {_pre("cp")}
 {_member_loop("cp", '''  call void @runs(ptr %out, i64 %inner, i64 $j, ptr $src, i64 %total, i64 0, i64 %g, i64 %total, i64 %inner)''',
               "shmend")}
@@ -216,6 +222,9 @@ shm0:
 shm:
   call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
   %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
+  %ab1 = icmp eq i64 %ok1, 0
+  br i1 %ab1, label %end, label %past1
+past1:
   call void @runs(ptr %out, i64 %total, i64 0, ptr %in, i64 %rowb, i64 %k, i64 %g, i64 %total, i64 %rowb)
 {_pre("red")}
 {_member_loop("red", '''  br i1 $self, label $skip, label $do
@@ -276,6 +285,9 @@ shm0:
 shm:
   call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
   %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
+  %ab1 = icmp eq i64 %ok1, 0
+  br i1 %ab1, label %end, label %past1
+past1:
 {_pre("cp")}
 {_member_loop("cp", '''  call void @runs(ptr %out, i64 %bc, i64 $j, ptr $src, i64 %bs, i64 %k, i64 %g, i64 %piece, i64 %r)''',
               "shmend")}
@@ -362,6 +374,9 @@ go:
 shm:
   call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
   %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %n)
+  %ab1 = icmp eq i64 %ok1, 0
+  br i1 %ab1, label %end, label %past1
+past1:
   br i1 %nos, label %zero, label %copy
 copy:
   %p = call ptr @peer(ptr %c, ptr %members, i64 %src, i64 1)
@@ -372,6 +387,8 @@ zero:
   br label %shmend
 shmend:
   %ok2 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %n)
+  ret void
+end:
   ret void
 mpi:
   %selfs = icmp eq i64 %src, %dev

@@ -82,6 +82,11 @@ class Communicator:
         self.words[0] = num_devices
         self.words[7] = num_partitions or num_devices
         self.num_devices = num_devices
+        self.done = 0  # devices finished (multi.py's watchdog stops when all are)
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.num_devices or bool(self.words[1])
 
     @property
     def address(self) -> int:
@@ -106,6 +111,7 @@ class Communicator:
         c.words[7] = num_partitions or n
         c.words[8] = MPI.PROC_NULL
         c.rank = comm.Get_rank()
+        c.done = 0
         return c
 
     def bind(self, device: int) -> None:

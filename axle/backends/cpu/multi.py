@@ -12,6 +12,7 @@ aborts the communicator, so that the others leave their collectives and the run 
 from __future__ import annotations
 
 import threading
+import time
 
 from axle.backends.cpu.tokens import executable_for
 from axle.backends.cpu.kernels_collective import device_context
@@ -28,7 +29,19 @@ def grid_communicator(grid):
             from axle.backends.cpu.collectives_native import Communicator
             comm = Communicator(grid.num_replicas * grid.num_partitions, grid.num_partitions)
             grid._axle_native_comm = comm
+            threading.Thread(target=_watch, args=(grid, comm), daemon=True, name="axle-comm-watch").start()
         return comm
+
+
+def _watch(grid, comm, period: float = 0.05) -> None:
+    """Abort the communicator when the grid fails (a device raised in Python, perhaps before
+    it ever reached compiled code), so that devices waiting in a collective leave; ends when
+    every device has finished."""
+    while not comm.finished:
+        if getattr(grid, "_failure", None) is not None:
+            comm.abort()
+            return
+        time.sleep(period)
 
 
 def run_bound(comm, device: int, fn):
@@ -43,6 +56,7 @@ def run_bound(comm, device: int, fn):
         raise
     finally:
         comm.unbind()
+        comm.done += 1
 
 
 def compiled_program_runner(module: Module):
