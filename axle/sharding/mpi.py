@@ -77,7 +77,7 @@ class MpiContext:
         if me not in group:
             raise RuntimeError(f"{what}: process {me} is not in its own group {group}")
         single = not isinstance(value, (list, tuple))
-        arrays = [np.ascontiguousarray(v) for v in ([value] if single else value)]
+        arrays = [np.asarray(v, order="C") for v in ([value] if single else value)]
         requests = [self.comm.Isend(a.reshape(-1).view(np.uint8), dest=pid[1], tag=17)
                     for pid in group if pid != me for a in arrays]
         out = {me: value}
@@ -120,7 +120,7 @@ def run_mpi(prog, args, backend: str = "cpu", comm=None) -> list:
     if n != prog.num_devices:
         raise ValueError(f"the program is partitioned for {prog.num_devices} devices, "
                          f"the MPI world has {n} processes (mpiexec -n {prog.num_devices})")
-    local = [np.ascontiguousarray(s.shard(np.asarray(a, dtype=t.element_type.dtype), rank))
+    local = [np.asarray(s.shard(np.asarray(a, dtype=t.element_type.dtype), rank), order="C")
              for a, s, t in zip(args, prog.in_shardings, prog.global_in_types)]
     contexts = prog.__dict__.setdefault("_mpi_contexts", {})
     ctx = contexts.get(id(comm))

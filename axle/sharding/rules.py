@@ -13,7 +13,7 @@ other op asks for the summed value. Ops without a rule get replicated operands a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -27,6 +27,7 @@ class Decision:
     operands: list  # wanted NamedSharding per operand
     results: list  # NamedSharding per result
     note: str
+    extra: dict = field(default_factory=dict)  # e.g. "mirror_axes" (reverse): for the partitioner
 
 
 RULES: dict[str, Callable] = {}

@@ -37,22 +37,6 @@ def test_partially_manual_region_is_refused():
         partition(m)
 
 
-def test_control_flow_is_named():
-    m = parse_module("""module {
-  sdy.mesh @mesh = <["x"=2]>
-  func.func @main(%a: tensor<4xf32>, %p: tensor<i1>) -> tensor<4xf32> {
-    %0 = "stablehlo.if"(%p) ({
-      stablehlo.return %a : tensor<4xf32>
-    }, {
-      stablehlo.return %a : tensor<4xf32>
-    }) : (tensor<i1>) -> tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }
-}""")
-    with pytest.raises(ShardingError, match="stablehlo.if' at .*not partitioned yet"):
-        partition(m)
-
-
 def test_gspmd_custom_call_constraint():
     m = parse_module("""module @m attributes {mhlo.num_partitions = 4 : i32} {
   func.func @main(%a: tensor<8x8xf32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}) -> (tensor<8x8xf32> {mhlo.sharding = "{replicated}"}) {
