@@ -68,6 +68,7 @@ def main(out_path, gspmd=False):
     if not gspmd:
         add_gpt_block(jax, jnp, np, NamedSharding, P, rng, saved)
         add_shard_map(jax, np, P, rng, saved)
+        add_shard_map_mixed(jax, jnp, np, NamedSharding, P, rng, saved)
     np.savez(out_path, **saved)
 
 
@@ -126,6 +127,33 @@ def add_shard_map(jax, np, P, rng, saved):
     for i, a in enumerate(args):
         saved[f"shmap_dp_tp.arg{i}"] = a
     saved["shmap_dp_tp.out0"] = np.asarray(f(*args))
+
+
+def add_shard_map_mixed(jax, jnp, np, NamedSharding, P, rng, saved):
+    """Automatic ops around a shard_map: a column-split matmul (partitioned by axle), then a
+    hand-written row-split matmul with its psum (the manual region), then a loss."""
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
+
+    def rowsplit(h, w):
+        return jax.lax.psum(h @ w, "model")
+
+    def f(x, w1, w2):
+        h = jnp.tanh(x @ w1)
+        y = jax.shard_map(rowsplit, mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                          out_specs=P("data", None))(h, w2)
+        return jnp.mean((y - x) ** 2), y
+
+    ins = (NamedSharding(mesh, P("data", None)), NamedSharding(mesh, P(None, "model")),
+           NamedSharding(mesh, P("model", None)))
+    jitted = jax.jit(f, in_shardings=ins)
+    args = [rng.standard_normal((8, 16)).astype(np.float32), (0.3 * rng.standard_normal((16, 32))).astype(np.float32),
+            (0.3 * rng.standard_normal((32, 16))).astype(np.float32)]
+    saved["shmap_mixed.mlir"] = np.array(jitted.lower(*args).as_text())
+    for i, a in enumerate(args):
+        saved[f"shmap_mixed.arg{i}"] = a
+    for i, r in enumerate(jitted(*args)):
+        saved[f"shmap_mixed.out{i}"] = np.asarray(r)
 
 
 if __name__ == "__main__":
