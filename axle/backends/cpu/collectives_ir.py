@@ -13,8 +13,10 @@ lists and a mode: 0 the ids are device ids (use_global_device_ids), 1 partition 
 (cross_partition), 2 replica ids (cross_replica); device = replica * P + partition.
 
 Shared memory: every member publishes its pointers, meets the group at a barrier (a count
-per device, stored with release and read with acquire; a waiter spins with `pause`, then
-yields its core), reads the others' buffers directly and writes its share, and meets the
+per device, stored and read with sequentially consistent atomics; the arriving device wakes
+futex waiters on its count; a waiter spins with `pause` about 2000 times, then sleeps on the
+futex of the count it waits for, at most 1 ms at a time so that it sees an abort), reads
+the others' buffers directly and writes its share, and meets the
 group again before anyone may reuse its buffers. all_reduce: member k reduces slice k of
 the flattened operand over the group (in member order) and writes it into every member's
 result. MPI: pairwise MPI_Sendrecv of raw bytes in the shift order (step s: send to k+s,
@@ -312,8 +314,11 @@ entry:
   %sp = call ptr @dword(ptr %c, i64 %dev, i64 0)
   %s0 = load atomic i64, ptr %sp monotonic, align 8
   %s = add i64 %s0, 1
-  store atomic i64 %s, ptr %sp release, align 8
+  store atomic i64 %s, ptr %sp seq_cst, align 8
+  %wk = call i64 @axle_syscall(i64 202, ptr %sp, i64 129, i64 2147483647, ptr null)
   %ab = call ptr @word(ptr %c, i64 1)
+  %ts = alloca [2 x i64]
+  store [2 x i64] [i64 0, i64 1000000], ptr %ts
   br label %each
 each:
   %j = phi i64 [ 0, %entry ], [ %j1, %arrived ]
@@ -326,7 +331,7 @@ wait0:
   br label %wait
 wait:
   %w = phi i64 [ 0, %wait0 ], [ %w1, %spin ], [ 0, %yield ]
-  %v = load atomic i64, ptr %mp acquire, align 8
+  %v = load atomic i64, ptr %mp seq_cst, align 8
   %there = icmp sge i64 %v, %s
   br i1 %there, label %arrived, label %check
 check:
@@ -339,7 +344,11 @@ spin:
   %long = icmp ugt i64 %w1, 2000
   br i1 %long, label %yield, label %wait
 yield:
-  %y = call i64 @axle_syscall(i64 24, ptr null, i64 0, i64 0, ptr null)
+  ; sleep until that member's count changes (futex on its low 32 bits), at most 1 ms so
+  ; that an abort is seen
+  %v32 = trunc i64 %v to i32
+  %v64 = zext i32 %v32 to i64
+  %y = call i64 @axle_syscall(i64 202, ptr %mp, i64 128, i64 %v64, ptr %ts)
   br label %wait
 arrived:
   %j1 = add i64 %j, 1
