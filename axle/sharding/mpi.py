@@ -127,9 +127,13 @@ def run_mpi(prog, args, backend: str = "cpu", comm=None) -> list:
     if ctx is None or ctx.comm is not comm:
         ctx = contexts[id(comm)] = MpiContext(comm)
     results = _runner(prog, backend)("main", local, ctx)
-    blocks = comm.allgather([np.asarray(r) for r in results])
-    return [s.assemble({p: blocks[p][j] for p in range(n)}, t.shape)
-            for j, (s, t) in enumerate(zip(prog.out_shardings, prog.global_out_types))]
+    outs = []
+    for j, (s, t) in enumerate(zip(prog.out_shardings, prog.global_out_types)):
+        block = np.asarray(results[j], order="C")  # every rank's block has this shape (SPMD)
+        gathered = np.empty((n,) + block.shape, block.dtype)
+        comm.Allgather(block.reshape(-1).view(np.uint8), gathered.reshape(-1).view(np.uint8))
+        outs.append(s.assemble({p: gathered[p] for p in range(n)}, t.shape))
+    return outs
 
 
 def main(argv=None) -> int:
