@@ -171,3 +171,32 @@ def test_every_collective_on_two_mpi_processes(tmp_path):
         got = np.load(tmp_path / f"out.{p}.npz")
         for j, w in enumerate(want[p]):
             np.testing.assert_allclose(got[f"arr_{j}"], w, rtol=1e-6)
+
+
+CACHE_SCRIPT = """
+import sys, numpy as np
+from axle.ir import parse_module
+from axle.interpreter.collectives import run_parallel
+from axle.backends.cpu.multi import compiled_program_runner
+m = parse_module(open(sys.argv[1]).read())
+runner = compiled_program_runner(m)
+x = np.arange(4 * 6 * 4, dtype=np.float32).reshape(4, 6, 4)
+outs, _ = run_parallel([["main"] * 2], [x, x], runner, lambda name: 1)
+native = next(iter(runner.executables["main"]._programs.values()))
+print("FROM_DISK", native.from_disk, float(np.asarray(outs[0]).sum()))
+"""
+
+
+def test_a_program_with_collectives_is_cached_on_disk(tmp_path):
+    """The second process loads the object code from the disk cache (the runtime's names are
+    bound at link time) and gets the same results."""
+    (tmp_path / "m.mlir").write_text(program(2))
+    (tmp_path / "run.py").write_text(CACHE_SCRIPT)
+    env = dict(os.environ, AXLE_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / "m.mlir")], env=env,
+                           capture_output=True, text=True, timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    first, second = [r.stdout.split("FROM_DISK")[1].split() for r in runs]
+    assert first[0] == "False" and second[0] == "True"
+    assert first[1] == second[1]
