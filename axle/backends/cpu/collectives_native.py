@@ -15,10 +15,10 @@ taken from the MPI library mpi4py loaded). No Python runs inside a collective.
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 
+from axle import forks
 from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 
 EXPORTS = ["axle_coll_bind", "axle_coll_unbind", "axle_coll_partition_id", "axle_coll_replica_id",
@@ -26,7 +26,7 @@ EXPORTS = ["axle_coll_bind", "axle_coll_unbind", "axle_coll_partition_id", "axle
            "axle_coll_all_to_all", "axle_coll_collective_permute"]
 WORDS = 16 + 8 * 64  # header + per-device slots (at most 64 devices in one process)
 _STATE: dict = {}
-_LOCK = threading.RLock()
+_LOCK = forks.lock(rlock=True)  # (axle/forks.py: reset in a forked child)
 
 
 def _handle_kind() -> str:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import threading
 import time
 
+from axle import forks
 from axle.backends.cpu.tokens import executable_for
 from axle.backends.cpu.kernels_collective import device_context
 from axle.ir.core import Module
 
-_COMM_LOCK = threading.Lock()
+_COMM_LOCK = forks.lock()
 
 
 def grid_communicator(grid):
