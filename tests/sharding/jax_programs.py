@@ -69,6 +69,7 @@ def main(out_path, gspmd=False):
         add_gpt_block(jax, jnp, np, NamedSharding, P, rng, saved)
         add_shard_map(jax, np, P, rng, saved)
         add_shard_map_mixed(jax, jnp, np, NamedSharding, P, rng, saved)
+        add_conv_and_embedding(jax, jnp, np, NamedSharding, P, rng, saved)
     np.savez(out_path, **saved)
 
 
@@ -127,6 +128,38 @@ def add_shard_map(jax, np, P, rng, saved):
     for i, a in enumerate(args):
         saved[f"shmap_dp_tp.arg{i}"] = a
     saved["shmap_dp_tp.out0"] = np.asarray(f(*args))
+
+
+def add_conv_and_embedding(jax, jnp, np, NamedSharding, P, rng, saved):
+    """A convolution layer (batch over "data", filters over "model") and an embedding lookup
+    (ids over "data", the table's features over "model"), then a sort and a reverse."""
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
+
+    def conv(x, k):
+        y = jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.tanh(y)
+
+    def embed(table, ids):
+        e = jnp.take(table, ids, axis=0)
+        return jnp.sort(e, axis=1), e[:, ::-1, :]
+
+    cases = {
+        "conv_dp_tp": (conv, [rng.standard_normal((4, 6, 6, 4)).astype(np.float32),
+                              (0.3 * rng.standard_normal((3, 3, 4, 8))).astype(np.float32)],
+                       [P("data", None, None, None), P(None, None, None, "model")]),
+        "embed_dp_tp": (embed, [rng.standard_normal((16, 8)).astype(np.float32),
+                                rng.integers(0, 16, (4, 6)).astype(np.int32)],
+                        [P(None, "model"), P("data", None)]),
+    }
+    for key, (fn, args, specs) in cases.items():
+        jitted = jax.jit(fn, in_shardings=tuple(NamedSharding(mesh, s) for s in specs))
+        saved[key + ".mlir"] = np.array(jitted.lower(*args).as_text())
+        for i, a in enumerate(args):
+            saved[f"{key}.arg{i}"] = a
+        res = jitted(*args)
+        for i, r in enumerate(res if isinstance(res, tuple) else (res,)):
+            saved[f"{key}.out{i}"] = np.asarray(r)
 
 
 def add_shard_map_mixed(jax, jnp, np, NamedSharding, P, rng, saved):
