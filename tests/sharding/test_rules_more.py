@@ -26,8 +26,6 @@ def _check(module, backend, ints=()):
     want = list(want) if isinstance(want, tuple) else [want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
-    # batch x filters, ids x table features, rows sorted and reversed where they are: no bytes
-    assert prog.collectives == []
     return prog
 
 
