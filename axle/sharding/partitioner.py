@@ -144,10 +144,13 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
         if op.name == "sdy.manual_computation":  # shard_map: its body is the per-device code
             body = op.regions[0].blocks[0]
             inner = {id(a): v for a, v in zip(body.arguments, ins)}
-            for cloned in clone_ops([o for o in body.operations if o.name != "sdy.return"], inner):
-                block.append(cloned)
+            cloned = clone_ops([o for o in body.operations if o.name != "sdy.return"], inner)
+            fwd: dict = {}  # the body's own sharding constraints (partially manual regions): dropped
+            for c in _drop_constraints(cloned, fwd):
+                block.append(c)
             for r, v, s in zip(op.results, body.terminator.operands, choice.results):
-                local[r], shard_of[r] = inner.get(id(v), v), s
+                v = inner.get(id(v), v)
+                local[r], shard_of[r] = fwd.get(id(v), v), s
             continue
         attrs = dict(op.attributes)
         attrs.update(choice.extra.get("local_attrs", {}))  # e.g. a gather's local slice_sizes
@@ -173,6 +176,24 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
     DeadCode().run(out)  # whole values a rebroadcast replaced
     return PartitionedProgram(out, mesh, plan, list(plan.args), outs,
                               list(fn.function_type.inputs), list(fn.function_type.results), rs.collectives)
+
+
+def _drop_constraints(ops: list, fwd: dict) -> list:
+    """`ops` without sdy.sharding_constraint / sdy.reshard (at any depth): their uses read
+    the constrained value (inside a manual region the code is per-device already)."""
+    def visit(op_list):
+        kept = []
+        for o in op_list:
+            o.operands[:] = [fwd.get(id(v), v) for v in o.operands]
+            if o.name in _IDENTITY:
+                fwd[id(o.results[0])] = o.operands[0]
+                continue
+            for rg in o.regions:
+                for blk in rg.blocks:
+                    blk.operations[:] = visit(blk.operations)
+            kept.append(o)
+        return kept
+    return visit(ops)
 
 
 def _captured(op) -> list:

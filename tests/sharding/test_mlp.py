@@ -119,3 +119,17 @@ def test_shard_map_mixed_with_automatic_ops(jax_programs, backend):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
     report = prog.report()
     assert "manual computation (shard_map)" in report and "free dims keep" in report
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_partially_manual_shard_map(jax_programs, backend):
+    """shard_map manual over "model" only: the body's own psum over "model", "data" automatic
+    around it (and whole inside it); equal to XLA and numpy."""
+    p = jax_programs["shmap_partial"]
+    prog = partition(parse_module(p["mlir"]))
+    (got,) = run_partitioned(prog, p["args"], backend)
+    x, w = p["args"]
+    np.testing.assert_allclose(got, np.tanh(x @ w), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, p["outs"][0], rtol=1e-5, atol=1e-5)
+    assert "whole along the automatic axes ['data'] inside it" in prog.report()
+    assert "sdy.sharding_constraint" not in str(prog.module)
