@@ -214,3 +214,39 @@ def test_partitioned_jax_programs_have_no_host_callback(jax_programs, name):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
     prog = runner.run_function.executables["main"].program
     assert prog.host_callbacks is False and prog.cacheable is True and prog.host_ops == []
+
+
+def test_single_device_collectives_from_several_threads():
+    """A program with groups of one run by plain executables (no communicator bound) in four
+    threads at once: each gets its own operand back, nothing is shared between them."""
+    import threading
+    from axle.backends.cpu.executable import CpuExecutable
+    text = """module {
+  func.func @main(%x: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+    %ar = "stablehlo.all_reduce"(%x) ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0]]> : tensor<1x1xi64>, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+        use_global_device_ids} : (tensor<64xf32>) -> tensor<64xf32>
+    %cp = "stablehlo.collective_permute"(%x) {source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>,
+        channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>} : (tensor<64xf32>) -> tensor<64xf32>
+    return %ar, %cp : tensor<64xf32>, tensor<64xf32>
+  }
+}"""
+    ex = CpuExecutable(parse_module(text), "main")
+    bad = []
+
+    def work(k):
+        x = np.full(64, k, np.float32)
+        for _ in range(300):
+            a, b = ex.execute([x])
+            if not (np.all(a == k) and np.all(b == k)):
+                bad.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and bad == []
+    assert ex.program.cacheable and not ex.program.host_callbacks

@@ -311,6 +311,10 @@ none:
 ; meet the group: returns 1, or 0 when the communicator was aborted
 define internal i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g) {
 entry:
+  ; a group of one meets nobody (and an unbound thread's solo world is shared by threads)
+  %alone = icmp ule i64 %g, 1
+  br i1 %alone, label %done, label %start
+start:
   %sp = call ptr @dword(ptr %c, i64 %dev, i64 0)
   %s0 = load atomic i64, ptr %sp monotonic, align 8
   %s = add i64 %s0, 1
@@ -321,7 +325,7 @@ entry:
   store [2 x i64] [i64 0, i64 1000000], ptr %ts
   br label %each
 each:
-  %j = phi i64 [ 0, %entry ], [ %j1, %arrived ]
+  %j = phi i64 [ 0, %start ], [ %j1, %arrived ]
   %m = icmp ult i64 %j, %g
   br i1 %m, label %wait0, label %done
 wait0:

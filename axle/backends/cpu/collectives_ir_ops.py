@@ -379,7 +379,9 @@ shm:
 past1:
   br i1 %nos, label %zero, label %copy
 copy:
-  %p = call ptr @peer(ptr %c, ptr %members, i64 %src, i64 1)
+  %pp = call ptr @peer(ptr %c, ptr %members, i64 %src, i64 1)
+  %selfsrc = icmp eq i64 %src, %dev
+  %p = select i1 %selfsrc, ptr %in, ptr %pp
   call void @llvm.memmove.p0.p0.i64(ptr %out, ptr %p, i64 %nbytes, i1 false)
   br label %shmend
 zero:
