@@ -151,6 +151,7 @@ class _Entry:
     out_avals: tuple              # ShapedArray per result leaf (weak types kept)
     donated: tuple                # flat indices of donated leaves
     donate_hint: bool             # whether axle.compile took the donation hint
+    out_shardings: tuple = ()     # a partitioned program: jax's sharding of each result leaf
 
 
 def _compile_options(options: dict, donated: Sequence[int]) -> tuple[dict, bool]:
@@ -229,6 +230,8 @@ class Jitted:
             x = leaves[i]
             if isinstance(x, jax.Array) and not x.is_deleted():
                 x.delete()
+        if entry.out_shardings:  # sharded jax arrays on XLA's devices, as jax.jit returns them
+            return _unflatten(entry.out_tree, _put_sharded(outs, entry.out_shardings))
         put = _PUT[0] if _PUT else _device_put()
         return _unflatten(entry.out_tree, [put(o, a) for o, a in zip(outs, entry.out_avals)])
 
@@ -257,14 +260,16 @@ class Jitted:
         donated = tuple(i for i, info in enumerate(tree_util.tree_leaves(lowered.args_info)) if info.donated)
         options, hint = _compile_options(self.compile_options, donated)
         from axle.sharding.run import ShardedExecutable, is_sharded
+        out_shardings = ()
         if is_sharded(module):  # in_shardings / out_shardings over several devices: partition (docs/sharding.md)
             executable, hint = ShardedExecutable(module, backend=self.backend), False
+            out_shardings = _out_shardings(lowered)
         else:
             executable = axle.compile(module, backend=self.backend, **options)
         self.compiles += 1
         out_avals = _out_avals(lowered)
         return _Entry(lowered, text, executable, tuple(np.dtype(t.dtype) for t in in_types),
-                      lowered.out_tree, tuple(out_avals), donated, hint)
+                      lowered.out_tree, tuple(out_avals), donated, hint, out_shardings)
 
     def _explain(self, key, args, kwargs) -> str:
         """Name what differs between this call's signature and the closest cached one."""
@@ -300,6 +305,18 @@ class Jitted:
 
     def _cache_size(self) -> int:
         return len(self._cache)
+
+
+def _out_shardings(lowered) -> tuple:
+    """jax's sharding of each result leaf of a lowered sharded program (() when jax gives none)."""
+    shardings = tuple(getattr(leaf, "sharding", None) for leaf in tree_util.tree_leaves(lowered.out_info))
+    return shardings if all(isinstance(s, jax.sharding.Sharding) for s in shardings) else ()
+
+
+def _put_sharded(outs, shardings) -> list:
+    """Global results -> jax arrays with the requested shardings: each of XLA's devices gets its
+    block (jax.make_array_from_callback)."""
+    return [jax.make_array_from_callback(o.shape, s, lambda idx, o=o: o[idx]) for o, s in zip(outs, shardings)]
 
 
 def _out_avals(lowered) -> list:

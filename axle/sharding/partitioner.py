@@ -143,19 +143,28 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
         if op.name == "sdy.manual_computation":  # shard_map: its body is the per-device code
             body = op.regions[0].blocks[0]
             inner = dict(zip(body.arguments, ins))
-            for cloned in clone_ops([o for o in body.operations if o.name != "sdy.return"], inner):
-                block.append(cloned)
+            cloned = clone_ops([o for o in body.operations if o.name != "sdy.return"], inner)
+            fwd: dict = {}  # the body's own sharding constraints (partially manual regions): dropped
+            for c in _drop_constraints(cloned, fwd):
+                block.append(c)
             for r, v, s in zip(op.results, body.terminator.operands, choice.results):
-                local[r], shard_of[r] = inner.get(v, v), s
+                v = inner.get(v, v)
+                local[r], shard_of[r] = fwd.get(v, v), s
             continue
+        attrs = dict(op.attributes)
+        attrs.update(choice.extra.get("local_attrs", {}))  # e.g. a gather's local slice_sizes
         new = Operation(op.name, ins, [_local_type(r.type, s) for r, s in zip(op.results, choice.results)],
-                        dict(op.attributes), location=op.location)
+                        attrs, location=op.location)
+        for v in _captured(op):  # values the regions read from outside: made whole first
+            mapping[v] = operand(v, NamedSharding(mesh), where, f"captured by a region of {op.name}")
         for region in op.regions:
             new.add_region(clone_region(region, mapping))
         block.append(new)
         for r, nr, s in zip(op.results, new.results, choice.results):
             local[r], shard_of[r] = nr, s
             nr.name_hint = r.name_hint
+            if choice.extra.get("mirror_axes"):  # reverse of a sharded dim: blocks swap mirror-wise
+                local[r] = rs.mirror(nr, choice.extra["mirror_axes"], where, f"{op.name} of a sharded dim")
     results = [operand(v, s, ret.where() or "func.return", f"result {i}")
                for i, (v, s) in enumerate(zip(ret.operands, outs))]
     block.append(Operation("func.return", results))
@@ -166,6 +175,38 @@ def partition(module: Module, function: str = "main") -> PartitionedProgram:
     DeadCode().run(out)  # whole values a rebroadcast replaced
     return PartitionedProgram(out, mesh, plan, list(plan.args), outs,
                               list(fn.function_type.inputs), list(fn.function_type.results), rs.collectives)
+
+
+def _drop_constraints(ops: list, fwd: dict) -> list:
+    """`ops` without sdy.sharding_constraint / sdy.reshard (at any depth): their uses read
+    the constrained value (inside a manual region the code is per-device already)."""
+    def visit(op_list):
+        kept = []
+        for o in op_list:
+            o.operands[:] = [fwd.get(v, v) for v in o.operands]
+            if o.name in _IDENTITY:
+                fwd[o.results[0]] = o.operands[0]
+                continue
+            for rg in o.regions:
+                for blk in rg.blocks:
+                    blk.operations[:] = visit(blk.operations)
+            kept.append(o)
+        return kept
+    return visit(ops)
+
+
+def _captured(op) -> list:
+    """Values defined outside `op` that its regions use, in first-use order."""
+    nested = [o for o in op.walk() if o is not op]
+    inside = {r for o in nested for r in o.results}
+    inside |= {a for o in [op] + nested for rg in o.regions for blk in rg.blocks for a in blk.arguments}
+    seen, out = set(), []
+    for o in nested:
+        for v in o.operands:
+            if v not in inside and v not in seen:
+                seen.add(v)
+                out.append(v)
+    return out
 
 
 class SpmdPartition:

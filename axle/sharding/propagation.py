@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from axle.ir.types import TensorType
 from axle.sharding.annotations import function_shardings, module_mesh
 from axle.sharding.mesh import Mesh, NamedSharding, ShardingError
-from axle.sharding import rules, rules_dot  # noqa: F401  (registers the dot/reduce rules)
+from axle.sharding import rules, rules_dot, rules_more  # noqa: F401  (registers their rules)
 
 
 @dataclass
@@ -25,6 +25,7 @@ class OpChoice:
     operands: list  # wanted sharding per operand
     results: list
     note: str
+    extra: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -66,7 +67,8 @@ def propagate(module, function: str = "main") -> ShardingPlan:
     fn = module.function(function)
     mesh = module_mesh(module)
     args, outs = function_shardings(fn, mesh)
-    args = [s if s is not None else NamedSharding(mesh) for s in args]
+    args = [(s if s is not None else NamedSharding(mesh)).normalized(len(getattr(a.type, "shape", ())))
+            for a, s in zip(fn.body.arguments, args)]
     plan = ShardingPlan(mesh, fn, args, outs)
     for a, s in zip(fn.body.arguments, args):
         if not _tensor(a):
@@ -77,8 +79,8 @@ def propagate(module, function: str = "main") -> ShardingPlan:
     for op in fn.body.operations:
         if op.name == "func.return":
             continue
-        if op.name in ("func.call", "stablehlo.while", "stablehlo.if", "stablehlo.case"):
-            raise ShardingError(f"{op.where()}: {op.name} is not partitioned yet (inline calls first)")
+        if op.name == "func.call":
+            raise ShardingError(f"{op.where()}: {op.name} is not partitioned (inline calls first)")
         for v in op.operands:
             if v not in plan.values:
                 raise ShardingError(f"{op.where()}: operand defined outside @{function}")
@@ -101,7 +103,7 @@ def propagate(module, function: str = "main") -> ShardingPlan:
                 raise ShardingError(f"{op.where()}: wanted {w} does not divide {v.type}")
         for r, s in zip(op.results, results):
             plan.values[r] = s
-        plan.choices.append(OpChoice(op, d.operands, results, d.note))
+        plan.choices.append(OpChoice(op, d.operands, results, d.note, d.extra))
     return plan
 
 

@@ -115,6 +115,30 @@ class Resharder:
         t = TensorType((), I32)
         return self._emit("stablehlo.constant", [], t, {"value": DenseElementsAttr(t, np.array(0, np.int32))})
 
+    def mirror(self, value, axes, consumer: str, why: str):
+        """collective_permute: the device at coordinate c of each of `axes` takes the block of
+        the device at size-1-c (the blocks of a reversed dim swap ends)."""
+        pairs = []
+        for dev in self.mesh.device_ids:
+            c = self.mesh.coords(dev)
+            for a in axes:
+                c[a] = self.mesh.axis_size(a) - 1 - c[a]
+            pos = 0
+            for n, size in self.mesh.axes:
+                pos = pos * size + c[n]
+            pairs.append((dev, self.mesh.device_ids[pos]))
+        arr = np.array(pairs, dtype=np.int64)
+        self._channel += 1
+        attrs = {"source_target_pairs": DenseElementsAttr(TensorType(arr.shape, I64), arr),
+                 "channel_handle": StructAttr("stablehlo.channel_handle",
+                                              (("handle", IntegerAttr(self._channel)), ("type", IntegerAttr(1))))}
+        out = self._emit("stablehlo.collective_permute", [value], value.type, attrs)
+        moved = sum(1 for s, t in pairs if s != t)
+        g = int(np.prod([self.mesh.axis_size(a) for a in axes]))
+        self._record("collective_permute", consumer, value.type, f"{why}: blocks mirrored over {list(axes)}",
+                     axes, g, _nbytes(value.type.shape, value.type.element_type) * moved // max(self.mesh.size, 1))
+        return out
+
     # -- the steps
 
     def reshard(self, value, global_shape, src: NamedSharding, dst: NamedSharding, consumer: str, why: str):

@@ -13,7 +13,7 @@ other op asks for the summed value. Ops without a rule get replicated operands a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -27,6 +27,7 @@ class Decision:
     operands: list  # wanted NamedSharding per operand
     results: list  # NamedSharding per result
     note: str
+    extra: dict = field(default_factory=dict)  # e.g. "mirror_axes" (reverse): for the partitioner
 
 
 RULES: dict[str, Callable] = {}
@@ -228,18 +229,22 @@ def custom_call(op, shs, mesh):
 
 @rule("sdy.manual_computation")
 def manual_computation(op, shs, mesh):
-    """shard_map: the body is per-device code already. Operands are resharded to its
-    in_shardings, results come out in its out_shardings. Only fully manual regions (every
-    mesh axis of size > 1 manual) are partitioned."""
+    """shard_map: the body is per-device code along its manual axes. Operands are resharded
+    to its in_shardings, results come out in its out_shardings. In a partially manual
+    region (some mesh axes left automatic) the values are whole along the automatic axes:
+    every device of such an axis runs the body on the same data (correct, not split)."""
     from axle.sharding.annotations import _from_attr
-    from axle.sharding.mesh import ShardingError
     manual = set(op.attr("manual_axes") or ())
     auto = [n for n, size in mesh.axes if size > 1 and n not in manual]
-    if auto:
-        raise ShardingError(f"{op.where()}: manual_computation manual over {sorted(manual)} but not "
-                            f"{auto}: partially manual regions are not partitioned yet")
-    ins = [_from_attr(a, mesh, _rank(v), op.where()) for a, v in
+
+    def only_manual(s, rank):
+        return _mk(mesh, [[a for a in d if a in manual] for d in s.dims(rank)],
+                   [a for a in s.partial if a in manual])
+    ins = [only_manual(_from_attr(a, mesh, _rank(v), op.where()), _rank(v)) for a, v in
            zip(op.attributes["in_shardings"].shardings, op.operands)]
-    outs = [_from_attr(a, mesh, len(r.type.shape), op.where()) for a, r in
+    outs = [only_manual(_from_attr(a, mesh, len(r.type.shape), op.where()), len(r.type.shape)) for a, r in
             zip(op.attributes["out_shardings"].shardings, op.results)]
-    return Decision(ins, outs, f"manual computation (shard_map) over {sorted(manual)}: its body runs per device")
+    note = f"manual computation (shard_map) over {sorted(manual)}: its body runs per device"
+    if auto:
+        note += f"; whole along the automatic axes {auto} inside it"
+    return Decision(ins, outs, note)

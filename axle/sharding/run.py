@@ -48,7 +48,7 @@ class PartitionedRunner:
                 a = np.asarray(a)
                 if tuple(a.shape) != tuple(t.shape):
                     raise ValueError(f"argument {i}: expected shape {list(t.shape)}, got {list(a.shape)}")
-                flat.append(np.ascontiguousarray(s.shard(a.astype(t.element_type.dtype, copy=False), p)))
+                flat.append(np.asarray(s.shard(a.astype(t.element_type.dtype, copy=False), p), order="C"))  # (0-d stays 0-d)
         k = len(args)
         results, _grid = run_parallel([[self.function] * n], flat, self.run_function, lambda name: k)
         m = len(prog.out_shardings)

@@ -33,6 +33,18 @@ def main(backend):
     want = theirs(*args)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
+    for g, want_sharding in zip(got, outs):  # sharded jax arrays, as jax.jit returns them
+        assert isinstance(g, jax.Array) and g.sharding.is_equivalent_to(want_sharding, g.ndim), g.sharding
+        assert len(g.addressable_shards) == 4
+    # chain with JAX: axle's sharded outputs into jax.jit and sharded jax arrays into axle
+    x_dev, y_dev = jax.device_put(args[0], ins[0]), jax.device_put(args[1], ins[1])
+    want2 = theirs(x_dev, y_dev, want[0], want[1])
+    got2 = theirs(x_dev, y_dev, got[0], got[1])
+    got3 = ours(x_dev, y_dev, want[0], want[1])
+    for a, b, c in zip(want2, got2, got3):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(np.asarray(c), np.asarray(a), rtol=2e-5, atol=2e-5)
+    print("OK sharded outputs", [str(g.sharding.spec) for g in got])
     exe = ours.lower(*args).compile().executable
     kinds = [c.kind for c in exe.program.collectives]
     print("OK", backend, "collectives", kinds, "bytes", exe.program.bytes_per_step())

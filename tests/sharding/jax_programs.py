@@ -68,6 +68,9 @@ def main(out_path, gspmd=False):
     if not gspmd:
         add_gpt_block(jax, jnp, np, NamedSharding, P, rng, saved)
         add_shard_map(jax, np, P, rng, saved)
+        add_shard_map_mixed(jax, jnp, np, NamedSharding, P, rng, saved)
+        add_conv_and_embedding(jax, jnp, np, NamedSharding, P, rng, saved)
+        add_partial_manual(jax, jnp, np, NamedSharding, P, rng, saved)
     np.savez(out_path, **saved)
 
 
@@ -126,6 +129,87 @@ def add_shard_map(jax, np, P, rng, saved):
     for i, a in enumerate(args):
         saved[f"shmap_dp_tp.arg{i}"] = a
     saved["shmap_dp_tp.out0"] = np.asarray(f(*args))
+
+
+def add_conv_and_embedding(jax, jnp, np, NamedSharding, P, rng, saved):
+    """A convolution layer (batch over "data", filters over "model") and an embedding lookup
+    (ids over "data", the table's features over "model"), then a sort and a reverse."""
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
+
+    def conv(x, k):
+        y = jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.tanh(y)
+
+    def embed(table, ids):
+        e = jnp.take(table, ids, axis=0)
+        return jnp.sort(e, axis=1), e[:, ::-1, :]
+
+    cases = {
+        "conv_dp_tp": (conv, [rng.standard_normal((4, 6, 6, 4)).astype(np.float32),
+                              (0.3 * rng.standard_normal((3, 3, 4, 8))).astype(np.float32)],
+                       [P("data", None, None, None), P(None, None, None, "model")]),
+        "embed_dp_tp": (embed, [rng.standard_normal((16, 8)).astype(np.float32),
+                                rng.integers(0, 16, (4, 6)).astype(np.int32)],
+                        [P(None, "model"), P("data", None)]),
+    }
+    for key, (fn, args, specs) in cases.items():
+        jitted = jax.jit(fn, in_shardings=tuple(NamedSharding(mesh, s) for s in specs))
+        saved[key + ".mlir"] = np.array(jitted.lower(*args).as_text())
+        for i, a in enumerate(args):
+            saved[f"{key}.arg{i}"] = a
+        res = jitted(*args)
+        for i, r in enumerate(res if isinstance(res, tuple) else (res,)):
+            saved[f"{key}.out{i}"] = np.asarray(r)
+
+
+def add_partial_manual(jax, jnp, np, NamedSharding, P, rng, saved):
+    """A shard_map manual over "model" only ("data" stays automatic): a row-split matmul."""
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+
+    def body(x, w):
+        return jax.lax.psum(x @ w, "model")
+
+    def f(x, w):
+        y = jax.shard_map(body, mesh=mesh, in_specs=(P(None, "model"), P("model", None)), out_specs=P(),
+                          axis_names={"model"})(x, w)
+        return jnp.tanh(y)
+    args = [rng.standard_normal((8, 16)).astype(np.float32), (0.3 * rng.standard_normal((16, 8))).astype(np.float32)]
+    dev = [jax.device_put(args[0], NamedSharding(mesh, P("data", "model"))),
+           jax.device_put(args[1], NamedSharding(mesh, P("model", None)))]
+    jitted = jax.jit(f)
+    saved["shmap_partial.mlir"] = np.array(jitted.lower(*dev).as_text())
+    for i, a in enumerate(args):
+        saved[f"shmap_partial.arg{i}"] = a
+    saved["shmap_partial.out0"] = np.asarray(jitted(*dev))
+
+
+def add_shard_map_mixed(jax, jnp, np, NamedSharding, P, rng, saved):
+    """Automatic ops around a shard_map: a column-split matmul (partitioned by axle), then a
+    hand-written row-split matmul with its psum (the manual region), then a loss."""
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
+
+    def rowsplit(h, w):
+        return jax.lax.psum(h @ w, "model")
+
+    def f(x, w1, w2):
+        h = jnp.tanh(x @ w1)
+        y = jax.shard_map(rowsplit, mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                          out_specs=P("data", None))(h, w2)
+        return jnp.mean((y - x) ** 2), y
+
+    ins = (NamedSharding(mesh, P("data", None)), NamedSharding(mesh, P(None, "model")),
+           NamedSharding(mesh, P("model", None)))
+    jitted = jax.jit(f, in_shardings=ins)
+    args = [rng.standard_normal((8, 16)).astype(np.float32), (0.3 * rng.standard_normal((16, 32))).astype(np.float32),
+            (0.3 * rng.standard_normal((32, 16))).astype(np.float32)]
+    saved["shmap_mixed.mlir"] = np.array(jitted.lower(*args).as_text())
+    for i, a in enumerate(args):
+        saved[f"shmap_mixed.arg{i}"] = a
+    for i, r in enumerate(jitted(*args)):
+        saved[f"shmap_mixed.out{i}"] = np.asarray(r)
 
 
 if __name__ == "__main__":

@@ -22,37 +22,6 @@ def test_unknown_axis_and_two_meshes():
         partition(parse_module(text))
 
 
-def test_partially_manual_region_is_refused():
-    m = parse_module("""module {
-  sdy.mesh @mesh = <["x"=2, "y"=2]>
-  func.func @main(%a: tensor<8x8xf32>) -> tensor<8x8xf32> {
-    %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%b: tensor<4x8xf32>) {
-      %1 = stablehlo.negate %b : tensor<4x8xf32>
-      sdy.return %1 : tensor<4x8xf32>
-    } : (tensor<8x8xf32>) -> tensor<8x8xf32>
-    return %0 : tensor<8x8xf32>
-  }
-}""")
-    with pytest.raises(ShardingError, match=r"manual_computation.*but not \['y'\]"):
-        partition(m)
-
-
-def test_control_flow_is_named():
-    m = parse_module("""module {
-  sdy.mesh @mesh = <["x"=2]>
-  func.func @main(%a: tensor<4xf32>, %p: tensor<i1>) -> tensor<4xf32> {
-    %0 = "stablehlo.if"(%p) ({
-      stablehlo.return %a : tensor<4xf32>
-    }, {
-      stablehlo.return %a : tensor<4xf32>
-    }) : (tensor<i1>) -> tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }
-}""")
-    with pytest.raises(ShardingError, match="stablehlo.if' at .*not partitioned yet"):
-        partition(m)
-
-
 def test_gspmd_custom_call_constraint():
     m = parse_module("""module @m attributes {mhlo.num_partitions = 4 : i32} {
   func.func @main(%a: tensor<8x8xf32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}) -> (tensor<8x8xf32> {mhlo.sharding = "{replicated}"}) {

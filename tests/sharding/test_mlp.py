@@ -101,3 +101,35 @@ def test_shard_map_manual_computation(jax_programs, backend):
     # the arguments come unannotated (replicated) and are sliced locally: no collective of ours
     assert prog.collectives == []
     assert str(prog.module).count("stablehlo.all_reduce") == 1
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_shard_map_mixed_with_automatic_ops(jax_programs, backend):
+    """Automatic partitioning around a manual region: x @ w1 column-split by the
+    propagation, its result handed to the shard_map in the region's in_shardings, the
+    region's psum its own, the loss after it automatic again; equal to XLA and numpy."""
+    p = jax_programs["shmap_mixed"]
+    prog = partition(parse_module(p["mlir"]))
+    got = run_partitioned(prog, p["args"], backend)
+    x, w1, w2 = p["args"]
+    y = np.tanh(x @ w1) @ w2
+    np.testing.assert_allclose(got[1], y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[0], np.mean((y - x) ** 2), rtol=1e-5, atol=1e-5)
+    for g, w in zip(got, p["outs"]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    report = prog.report()
+    assert "manual computation (shard_map)" in report and "free dims keep" in report
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_partially_manual_shard_map(jax_programs, backend):
+    """shard_map manual over "model" only: the body's own psum over "model", "data" automatic
+    around it (and whole inside it); equal to XLA and numpy."""
+    p = jax_programs["shmap_partial"]
+    prog = partition(parse_module(p["mlir"]))
+    (got,) = run_partitioned(prog, p["args"], backend)
+    x, w = p["args"]
+    np.testing.assert_allclose(got, np.tanh(x @ w), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, p["outs"][0], rtol=1e-5, atol=1e-5)
+    assert "whole along the automatic axes ['data'] inside it" in prog.report()
+    assert "sdy.sharding_constraint" not in str(prog.module)

@@ -20,3 +20,5 @@ def test_axle_jax_jit_with_shardings(backend):
     assert f"OK {backend} collectives ['all_reduce', 'all_reduce', 'all_reduce', 'all_reduce'] bytes 9232" \
         in proc.stdout
     assert "OK compiles 1" in proc.stdout
+    # the results are jax arrays with the requested NamedShardings on XLA's 4 host devices
+    assert "OK sharded outputs [\"P(None, 'model')\", \"P('model', None)\", 'P()']" in proc.stdout

@@ -72,6 +72,9 @@ CALLBACK = HostCallback(_host)  # key -> the op (kept alive as long as the proce
 @kernel(*HOST_OPS, memory_operands=True)
 def emit_collective(ctx: Context, op: Operation) -> None:
     """A call of the host callback with (key, [operand pointers..., result pointers...])."""
+    from axle.backends.cpu.kernels_collective_native import emit_native
+    if emit_native(ctx, op):  # compiled call of the native runtime (collectives_native.py)
+        return
     ctx.cacheable = False  # the callback's address and the op key live in this process only
     ctx.host_callbacks = True
     ctx.host_ops.append(op.name)

@@ -20,6 +20,9 @@ def register_runtime_symbols(obj: bytes) -> None:
     if b"axle_lapack_" in obj:  # LAPACK routines (kernels_lapack.py)
         from axle.backends.cpu.lapack_symbols import register_symbols  # (imports scipy's LAPACK: lazily)
         register_symbols()
+    if b"axle_coll_" in obj:  # the native collectives' runtime (collectives_native.py)
+        from axle.backends.cpu.collectives_native import runtime
+        runtime()
 
 
 def link_object(obj: bytes, exports: list[str]):
