@@ -18,7 +18,7 @@ def _check(fn, *args, rtol=2e-5, atol=2e-5):
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("steps,batch,din,dh", [(5, 3, 7, 9), (17, 8, 16, 33), (1, 1, 1, 1)])
+@pytest.mark.parametrize("steps,batch,din,dh", [(5, 3, 7, 9), (17, 8, 16, 33), (1, 1, 1, 1), (3, 32, 256, 515)])
 def test_rnn_scan_stacked_outputs(steps, batch, din, dh):
     r = np.random.default_rng(steps)
 
@@ -99,3 +99,35 @@ def test_scan_temporaries_hold_no_copy_of_the_stacked_outputs():
     ref = jax.jit(fn)(*args)
     for g, e in zip(got, ref):
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=2e-5, atol=2e-5)
+
+
+def test_scan_body_gemms_run_on_the_pool():
+    """A scan whose body GEMMs are large enough calls the pool from inside the loop (its
+    buffers are all table buffers), and still matches jax.jit."""
+    import axle
+    from axle.backends.cpu import parallel
+
+    def fn(w, xs, h0):
+        def cell(h, x):
+            h = jnp.tanh(h @ w + x)
+            return h, h.sum()
+        return jax.lax.scan(cell, h0, xs)
+    r = np.random.default_rng(1)
+    args = (r.standard_normal((512, 512), np.float32) / 32, r.standard_normal((6, 64, 512), np.float32),
+            r.standard_normal((64, 512), np.float32))
+    text = jax.jit(fn).lower(*args).as_text()
+    exe = axle.compile(text, backend="cpu")
+    got = exe.execute([np.asarray(a) for a in args])
+    ref = jax.jit(fn)(*args)
+    for g, e in zip(got, ref):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4)
+    if parallel.enabled():
+        import subprocess
+        import sys
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+            f.write(text)
+        ir_text = subprocess.run([sys.executable, "-m", "axle", "compile", f.name, "--emit", "llvm"],
+                                 capture_output=True, text=True, check=True).stdout
+        body = ir_text.split('define internal void @"k0.while"', 1)[1].split("\ndefine", 1)[0]
+        assert "axle_pool_run" in body

@@ -63,6 +63,9 @@ def while_(ctx: Context, op: Operation) -> None:
         with ctx.function_scope(fn, call=True):
             ctx.emit_block(body.blocks[0], scratch_refs)
     else:
+        # the body's kernels may share their loops across the pool (a scan's GEMMs) when
+        # every buffer they reach is a table buffer, valid in the pool's chunk functions
+        ctx._parallel_body = ctx.in_kernel_function and _table_buffers_only(ctx, op)
         ctx.emit_block(body.blocks[0], scratch_refs)
     for r, s, dst, d in zip(op.results, scratch, carried, direct):
         if s is None or d:
