@@ -240,7 +240,9 @@ class CpuExecutable:
             return prog
         opts = json.dumps(self.options, sort_keys=True, default=str)
         from axle.backends.cpu import parallel
-        key = (self.fingerprint, self.entry, signature, opts, self._pipeline is not None, parallel.enabled())
+        from axle.backends.cpu.kernels_dot_lowp import _enabled as lowp_dot
+        key = (self.fingerprint, self.entry, signature, opts, self._pipeline is not None, parallel.enabled(),
+               lowp_dot())
         with _CACHE_LOCK:
             prog = _CACHE.get(key)
         if prog is None:

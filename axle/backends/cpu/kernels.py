@@ -289,6 +289,11 @@ class DotDims:
 
 @kernel("stablehlo.dot_general", memory_operands=True, check=_check_dot)
 def emit_dot(ctx: Context, op: Operation) -> None:
+    from axle.backends.cpu.kernels_dot_lowp import emit_lowp_dot, lowp_plan
+    lowp = lowp_plan(op)
+    if lowp is not None:  # int8 / bf16 with the host's dot-product instructions
+        emit_lowp_dot(ctx, op, lowp)
+        return
     from axle.backends.cpu import blas
     shape = blas.gemm_shape(op)
     if shape is not None:

@@ -108,6 +108,9 @@ def link_object(obj: bytes, exports: list[str]):
         blas.available()  # registers the BLAS routines (code from the disk cache may call them)
         from axle.backends.cpu import parallel
         parallel.available()  # and the thread pool's entry point (axle_pool_run)
+        if b"axle_lowp_" in obj:  # int8 / bf16 GEMM kernels (lowp_runtime.py)
+            from axle.backends.cpu.lowp_runtime import register
+            register()
         if b"axle_lapack_" in obj:  # LAPACK routines (kernels_lapack.py)
             from axle.backends.cpu.lapack_symbols import register_symbols
             register_symbols()
