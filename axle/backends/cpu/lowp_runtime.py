@@ -24,6 +24,7 @@ bound by the JIT like BLAS's (llvm_env.EXTERNAL_SYMBOLS), so object code stays c
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 
 from llvmlite import ir
 
@@ -55,13 +56,14 @@ KINDS = {  # kind: (group size G, element type, accumulator vector type)
 }
 
 
-def supported_kinds() -> set:
+@lru_cache(maxsize=None)
+def supported_kinds() -> frozenset:
     """The kinds this host runs natively."""
     import llvmlite.binding as llvm
     try:
         f = llvm.get_host_cpu_features()
     except RuntimeError:
-        return set()
+        return frozenset()
     have = {k for k, v in f.items() if v}
     out = set()
     base = {"avx512f", "avx512bw", "avx512vl"} <= have
@@ -69,7 +71,7 @@ def supported_kinds() -> set:
         out.add("vnni")
     if base and "avx512bf16" in have:
         out.add("bf16")
-    return out
+    return frozenset(out)
 
 
 class _Loop:
