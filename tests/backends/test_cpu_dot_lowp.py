@@ -114,3 +114,37 @@ def test_bf16_batched_transposed(mode):
     want = np.einsum("bhqd,bhkd->bhqk", a.astype(np.float64), b.astype(np.float64))
     scale = np.einsum("bhqd,bhkd->bhqk", np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
     assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+
+
+@pytest.mark.parametrize("m,n,k,batch", [(8, 32, 1, 1), (9, 33, 7, 1), (32, 512, 512, 1), (64, 100, 1030, 1),
+                                         (13, 70, 300, 3)])
+def test_skinny_f32_matmul(mode, m, n, k, batch):
+    """f32 dots of 8-64 rows with a row-major rhs: the FMA kernel reading the rhs unpacked
+    (partial panels and K longer than a block packed), against numpy in f64."""
+    r = np.random.default_rng(m * 7 + n)
+    a = r.standard_normal((batch, m, k)).astype(np.float32)
+    b = r.standard_normal((batch, k, n)).astype(np.float32)
+    if batch == 1:
+        a, b = a[0], b[0]
+    fn = jnp.matmul
+    exe = _compile(fn, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    scale = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    assert np.all(np.abs(got - want) <= 2e-6 * scale + 1e-30)
+    np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(a, b)), rtol=1e-4, atol=1e-4)
+    native = mode == "native" and "f32" in supported_kinds() and m * n * k >= 4096
+    assert ("lowp.f32" in _libraries(exe)) == native
+
+
+def test_f32_outside_the_skinny_kernel_goes_to_blas():
+    """Fewer than 8 rows, more than 64, or a transposed rhs: BLAS as before."""
+    r = np.random.default_rng(2)
+    for a, b, spec in [(np.ones((4, 256), np.float32), np.ones((256, 256), np.float32), "mk,kn->mn"),
+                       (np.ones((65, 256), np.float32), np.ones((256, 256), np.float32), "mk,kn->mn"),
+                       (r.standard_normal((16, 256)).astype(np.float32),
+                        r.standard_normal((256, 256)).astype(np.float32), "mk,nk->mn")]:
+        fn = lambda x, y, s=spec: jnp.einsum(s, x, y)  # noqa: E731
+        exe = _compile(fn, a, b)
+        np.testing.assert_allclose(np.asarray(exe.execute([a, b])[0]), np.einsum(spec, a, b), rtol=1e-4, atol=1e-3)
+        assert "lowp.f32" not in _libraries(exe)

@@ -6,7 +6,10 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 * int8 x int8 -> int32 and uint8 x int8 -> int32: AVX512-VNNI (`vpdpbusd`);
 * bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
   sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
-  does).
+  does);
+* skinny f32 x f32 -> f32 (8 to SKINNY_M rows: a scan step, a small batch) on AVX-512
+  hosts with a row-major rhs: FMA on an 8 x 32 register tile reading the rhs where it is,
+  where BLAS would copy (pack) the whole rhs on every call.
 
 Any dimension numbers whose batch, contracting and free dimensions each form one strided
 run of the operand (every layout dot-canonicalize, transpose-fold and dot_views leave,
@@ -33,8 +36,14 @@ P8 = ir.IntType(8).as_pointer()
 MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheaper than packing
 
 
-def _kind(lt: str, rt: str, ot: str) -> Optional[tuple]:
+SKINNY_M = 64  # f32 dots with at most this many rows: BLAS would repack the rhs per call
+MR_F32 = 8  # and at least one register tile of rows (fewer: most of the tile is wasted work)
+
+
+def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     """(kind, flip) for operand / result element types the kernels take."""
+    if lt == rt == ot == "f32":
+        return ("f32", 0) if MR_F32 <= m <= SKINNY_M else None
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
         return "vnni", 1 if lt == "i8" else 0
     if lt == "bf16" and rt == "bf16" and ot == "f32":
@@ -73,9 +82,6 @@ def lowp_plan(op: Operation) -> Optional[dict]:
     lt, rt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
     if not (lt.is_static and rt.is_static and ot.is_static):
         return None
-    kind = _kind(str(lt.element_type), str(rt.element_type), str(ot.element_type))
-    if kind is None or not _enabled() or kind[0] not in supported_kinds():
-        return None
     d = DotDims(op)
 
     def prod(t, dims):
@@ -84,12 +90,17 @@ def lowp_plan(op: Operation) -> Optional[dict]:
             p *= t.shape[x]
         return p
     batch, m, n, k = prod(lt, d.lb), prod(lt, d.lfree), prod(rt, d.rfree), prod(lt, d.lc)
+    kind = _kind(str(lt.element_type), str(rt.element_type), str(ot.element_type), m)
+    if kind is None or not _enabled() or kind[0] not in supported_kinds():
+        return None
     if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return None
     strides = [_run_stride(lt, d.lb), _run_stride(lt, d.lfree), _run_stride(lt, d.lc),
                _run_stride(rt, d.rb), _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
     if any(s is None for s in strides):
         return None
+    if kind[0] == "f32" and (strides[5] != 1 or n < 32):
+        return None  # f32: only a row-major rhs is read unpacked; BLAS packs others better
     return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides)
 
 

@@ -53,6 +53,7 @@ class _BFloat(ir.Type):
 KINDS = {  # kind: (group size G, element type, accumulator vector type)
     "vnni": (4, I8, V16I32),
     "bf16": (2, I16, V16F32),
+    "f32": (1, I32, V16F32),  # skinny f32 GEMMs (few rows): fma, row-major rhs read unpacked
 }
 
 
@@ -71,6 +72,8 @@ def supported_kinds() -> frozenset:
         out.add("vnni")
     if base and "avx512bf16" in have:
         out.add("bf16")
+    if base and "fma" in have:
+        out.add("f32")
     return frozenset(out)
 
 
@@ -168,13 +171,17 @@ def _panels(mod, kind):
     if kind == "vnni":
         dp = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, V16I32, V16I32]), "llvm.x86.avx512.vpdpbusd.512")
         ones = ir.Constant(V16I32, [0x01010101] * 16)
-    else:
+    elif kind == "bf16":
         bft = ir.VectorType(_BFloat(), 32)
         dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, bft, bft]), "llvm.x86.avx512bf16.dpbf16ps.512")
+    else:
+        dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, V16F32, V16F32]), "llvm.fma.v16f32")
 
     def dot(acc, x, y):
         if kind == "vnni":
             return b.call(dp, [acc, x, y])
+        if kind == "f32":
+            return b.call(dp, [b.bitcast(x, V16F32), b.bitcast(y, V16F32), acc])
         return b.call(dp, [acc, b.bitcast(x, bft), b.bitcast(y, bft)])
     zero = ir.Constant(vt, None)
     with _Loop(b, p0, p1, "p") as p:
@@ -185,7 +192,13 @@ def _panels(mod, kind):
             g0 = b.mul(kb, _c(KB))
             ng = b.sub(kg_all, g0)
             ng = b.select(b.icmp_signed("<", ng, _c(KB)), ng, _c(KB))
-            _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k)
+            # f32: a whole panel of a row-major rhs is read where it is (rows sbk apart)
+            direct = b.and_(full_n, b.icmp_signed("==", sbn, _c(1))) if kind == "f32" else ir.Constant(ir.IntType(1), 0)
+            with b.if_then(b.not_(direct)):
+                _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k)
+            src0 = b.bitcast(_gep(b, bsrc, I32, b.add(b.mul(g0, sbk), col0)), P)
+            bbase = b.select(direct, src0, bp)
+            bstride = b.select(direct, sbk, _c(NR))
             if kind == "vnni":  # column sums of this block (for a flipped lhs): ones . B
                 s0 = s1 = ir.Constant(V16I32, None)
                 with _Loop(b, _c(0), ng, "cs") as q:
@@ -201,8 +214,8 @@ def _panels(mod, kind):
                     b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
                     b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
             with _Loop(b, _c(0), mtiles, "t") as t:
-                _tile(b, kind, dot, zero, ap, bp, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
-                      fscale)
+                _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols,
+                      full_n, kb, fscale)
     b.ret_void()
     return fn
 
@@ -221,7 +234,9 @@ def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
                     kk = b.add(b.mul(b.add(g0, q), _c(g)), _c(j))
                     ptr = _gep(b, bsrc, et, b.add(b.mul(kk, sbk), col0))
                     rows.append(b.load(b.bitcast(ptr, vrow.as_pointer()), align=1))
-                if g == 2:
+                if g == 1:
+                    out = rows[0]
+                elif g == 2:
                     out = _shuffle_interleave(b, rows[0], rows[1], NR, 1)
                 else:
                     lo = _shuffle_interleave(b, rows[0], rows[1], NR, 1)  # 64 x i8: pairs
@@ -240,7 +255,8 @@ def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
                         b.store(x, _gep(b, bp, et, b.add(b.mul(b.add(b.mul(q, _c(NR)), col), _c(g)), j)))
 
 
-def _tile(b, kind, dot, zero, ap, bp, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb, fscale):
+def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
+          fscale):
     """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store."""
     _, _, vt = KINDS[kind]
     row0 = b.mul(t, _c(MR))
@@ -282,9 +298,9 @@ def _tile(b, kind, dot, zero, ap, bp, tile, csum, c, ldc, m, kg_all, g0, ng, t, 
         phis.append(ph)
     b.cbranch(b.icmp_signed("<", q, ng), body, end)
     b.position_at_end(body)
-    base = b.mul(q, _c(32))
-    v0 = b.load(b.bitcast(_gep(b, bp, I32, base), V16I32.as_pointer()), align=64)
-    v1 = b.load(b.bitcast(_gep(b, bp, I32, b.add(base, _c(16))), V16I32.as_pointer()), align=64)
+    base = b.mul(q, bstride)
+    v0 = b.load(b.bitcast(_gep(b, bp, I32, base), V16I32.as_pointer()), align=4)
+    v1 = b.load(b.bitcast(_gep(b, bp, I32, b.add(base, _c(16))), V16I32.as_pointer()), align=4)
     arow = b.add(g0, q)
     new = []
     for r in range(MR):
