@@ -35,6 +35,8 @@ FLAGS = {f.name: f for f in [
     Flag("cpu_parallel", True, "split large CPU kernels into chunks run by axle's thread pool "
                                "(thread count from AXLE_NUM_THREADS, default one per core); "
                                "false: every kernel runs on the calling thread"),
+    Flag("cpu_lowp_dot", True, "int8 and bf16 dot_generals with the host's AVX512-VNNI / AVX512-BF16 "
+                               "instructions where it has them; false: the widening path (f32 / f64 BLAS)"),
     Flag("explain_cache_misses", False, "on every compile that misses the in-memory cache, log (logger "
                                         "'axle.compile', level WARNING) which part of the cache key "
                                         "differs from the closest earlier compile of the same entry: "

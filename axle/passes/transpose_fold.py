@@ -109,11 +109,18 @@ class TransposeFold(Pass):
         return changed
 
     def _once(self, module) -> bool:
+        from axle.passes.dot_views import fold_reshapes
         changed = False
         mapping = {}  # transposes' results -> the swapped dots' (replaced once the walk is done)
         for block in list(walk_blocks(module)):
             for op in list(block.operations):
-                if op.name == "stablehlo.dot_general" and _plain(*op.operands, op.results[0]):
+                if op.name == "stablehlo.dot_general" and _plain(*op.operands, op.results[0]) \
+                        and uses.get(id(op.results[0]), 0):
+                    new = fold_reshapes(op, _dims(op), _numbers)  # merging reshapes (dot_views.py)
+                    if new is not None:
+                        mapping[id(op.results[0])] = new
+                        changed = True
+                        continue
                     for side in ("lhs", "rhs"):
                         changed |= _fold_operand(op, side)
                 elif op.name == "stablehlo.transpose" and _plain(op.operands[0]):

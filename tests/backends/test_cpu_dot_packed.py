@@ -10,6 +10,13 @@ import ml_dtypes  # noqa: E402
 import axle  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _widening_path(monkeypatch):
+    """These tests are about the packed BLAS path: the int8 / bf16 kernels of hosts with
+    VNNI / AVX512-BF16 are tested in test_cpu_dot_lowp.py."""
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_lowp_dot=false")
+
+
 def _compile(fn, *args):
     exe = axle.compile(jax.jit(fn).lower(*args).as_text(), backend="cpu")
     return exe, exe.execute(list(args))

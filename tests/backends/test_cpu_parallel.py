@@ -45,8 +45,9 @@ PROGRAMS = {
 
 def _compile(text, min_work, monkeypatch, parallel_on=True):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", min_work)
-    # on is the default, unless the environment says otherwise
-    monkeypatch.setenv("AXLE_FLAGS", f"--cpu_parallel={'true' if parallel_on else 'false'}")
+    # on is the default, unless the environment says otherwise; GEMMs through BLAS (the
+    # skinny f32 kernel of kernels_dot_lowp.py is tested in test_cpu_dot_lowp.py)
+    monkeypatch.setenv("AXLE_FLAGS", f"--cpu_parallel={'true' if parallel_on else 'false'} --cpu_lowp_dot=false")
     with disk_cache.disabled():
         cpu_exe.clear_memory_cache()
         exe = axle.compile(text)

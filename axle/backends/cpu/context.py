@@ -224,8 +224,10 @@ class Context:
         given, is a buffer the k-th returned value is written to (directly by its producer
         when possible, else by a copy)."""
         saved = self.in_kernel_function
-        if self._level > 0:
-            self.in_kernel_function = False  # nested bodies may hold function-local buffers
+        # nested bodies may hold function-local buffers (a while body whose buffers are all
+        # table buffers says otherwise: kernels_control sets _parallel_body for one block)
+        if self._level > 0 and not self.__dict__.pop("_parallel_body", False):
+            self.in_kernel_function = False
         self._level += 1
         try:
             return emit_planned_block(self, block, results_into, self._level - 1)

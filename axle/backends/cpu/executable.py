@@ -156,11 +156,11 @@ def _explain_miss(entry: str, key: tuple) -> None:
     from axle.flags import flag
     if not flag("explain_cache_misses"):
         return
-    fingerprint, _, signature, opts, pipeline, parallel = key
+    fingerprint, _, signature, opts, pipeline, parallel, lowp_dot = key
     from axle.backends.cpu.disk_cache import cache_dir
     message = _metrics.explain_miss(entry, {
         "module": fingerprint[:16], "signature": [list(s) for s in signature], "options": opts,
-        "passes": pipeline, "cpu_parallel": parallel})
+        "passes": pipeline, "cpu_parallel": parallel, "cpu_lowp_dot": lowp_dot})
     logging.getLogger("axle.compile").warning("%s (disk cache: %s)", message, cache_dir() or "off")
 
 
@@ -308,7 +308,8 @@ class CpuExecutable:
             return prog
         opts = json.dumps(self.options, sort_keys=True, default=str)
         from axle.backends.cpu import parallel
-        key = (self.fingerprint, self.entry, signature, opts, self._optimizes, parallel.enabled())
+        from axle.backends.cpu.kernels_dot_lowp import _enabled as lowp_dot
+        key = (self.fingerprint, self.entry, signature, opts, self._optimizes, parallel.enabled(), lowp_dot())
         with _CACHE_LOCK:
             prog = _CACHE.get(key)
         if prog is None:

@@ -29,7 +29,7 @@ def _check_regions(op: Operation) -> None:
         check_supported(r.blocks[0])
 
 
-@kernel("stablehlo.while", memory_operands=True, check=_check_regions)
+@kernel("stablehlo.while", check=_check_regions)
 def while_(ctx: Context, op: Operation) -> None:
     em, b = ctx.em, ctx.b
     cond, body = op.regions
@@ -66,6 +66,9 @@ def while_(ctx: Context, op: Operation) -> None:
         with ctx.function_scope(fn, call=True):
             ctx.emit_block(body.blocks[0], scratch_refs)
     else:
+        # the body's kernels may share their loops across the pool (a scan's GEMMs) when
+        # every buffer they reach is a table buffer, valid in the pool's chunk functions
+        ctx._parallel_body = ctx.in_kernel_function and _table_buffers_only(ctx, op)
         ctx.emit_block(body.blocks[0], scratch_refs)
     for r, s, dst, d in zip(op.results, scratch, carried, direct):
         if s is None or d:
@@ -131,6 +134,8 @@ def _updates_in_place(body, k: int) -> bool:
 
     def linear(o) -> bool:
         return is_elementwise(o) and len(o.results) == 1 and list(_ty(o.results[0]).shape) == list(rt.shape)
+    if _ty(arg) == rt and _in_place_kernel(p, arg, uses):
+        return True
     if not linear(p) or _ty(arg).element_type != rt.element_type:
         return False
     tree = {p}
@@ -145,6 +150,21 @@ def _updates_in_place(body, k: int) -> bool:
                 stack.append(q)
     users = uses.get(arg, [])
     return bool(users) and all(u in tree and list(_ty(u.results[0]).shape) == list(rt.shape) for u in users)
+
+
+def _in_place_kernel(p: Operation, arg, uses: dict) -> bool:
+    """Whether P is a kernel that updates its `in_place` operand (dynamic_update_slice,
+    scatter) and that operand is block argument `arg`, read by nothing else in the body:
+    then P writes only its update into the carried buffer (a scan's stacked outputs, a KV
+    cache), not a copy of the whole buffer into scratch and back every iteration."""
+    from axle.backends.cpu.compiler import KERNELS
+    kd = KERNELS.get(p.name)
+    if kd is None or kd.in_place is None or len(p.results) != 1:
+        return False
+    if p.operands[kd.in_place] is not arg or sum(1 for v in p.operands if v is arg) != 1:
+        return False
+    users = uses.get(id(arg), [])
+    return len(users) == 1 and users[0] is p
 
 
 def _copy_elem(em, src, dst, t, idx):

@@ -17,6 +17,9 @@ def register_runtime_symbols(obj: bytes) -> None:
     """Put the addresses of the routines `obj` may call into llvm_env.EXTERNAL_SYMBOLS."""
     blas.available()  # the BLAS routines (code from the disk cache may call them)
     parallel.available()  # the thread pool's entry point (axle_pool_run)
+    if b"axle_lowp_" in obj:  # int8 / bf16 GEMM kernels (lowp_runtime.py)
+        from axle.backends.cpu.lowp_runtime import register
+        register()
     if b"axle_lapack_" in obj:  # LAPACK routines (kernels_lapack.py)
         from axle.backends.cpu.lapack_symbols import register_symbols  # (imports scipy's LAPACK: lazily)
         register_symbols()

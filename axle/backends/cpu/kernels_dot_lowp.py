@@ -1,0 +1,153 @@
+"""Low-precision dot_general with the host's dot-product instructions (lowp_runtime.py).
+
+Taken before BLAS (blas.py) and the packed f32 path (kernels_dot_packed.py), when the host
+has the instructions (picked at compile time from llvmlite's host CPU features):
+
+* int8 x int8 -> int32 and uint8 x int8 -> int32: AVX512-VNNI (`vpdpbusd`);
+* bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
+  sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
+  does);
+* skinny f32 x f32 -> f32 (8 to SKINNY_M rows: a scan step, a small batch) on AVX-512
+  hosts with a row-major rhs: FMA on an 8 x 32 register tile reading the rhs where it is,
+  where BLAS would copy (pack) the whole rhs on every call.
+
+Any dimension numbers whose batch, contracting and free dimensions each form one strided
+run of the operand (every layout dot-canonicalize, transpose-fold and dot_views leave,
+including transposed operands: the operands are read in place through their strides, the
+lhs packed once per batch, the rhs per panel of 32 columns on the thread's stack). The
+result is written in place. Work is split across the pool by panels of 32 columns.
+
+Elsewhere (no AVX512-VNNI / AVX512-BF16, e.g. AMD Zen 3; other type combinations; flag
+`--cpu_lowp_dot=false`) these dots keep the exact widening path: integer operands
+converted to f32 / f64 and multiplied by BLAS, bf16 / f16 converted to f32 (packed path).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from llvmlite import ir
+
+from axle.codegen.emitter import _ty
+from axle.ir.core import Operation
+from axle.ir.types import TensorType, element_type
+
+I64 = ir.IntType(64)
+P8 = ir.IntType(8).as_pointer()
+MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheaper than packing
+
+
+SKINNY_M = 64  # f32 dots with at most this many rows: BLAS would repack the rhs per call
+MR_F32 = 8  # and at least one register tile of rows (fewer: most of the tile is wasted work)
+
+
+def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
+    """(kind, flip) for operand / result element types the kernels take."""
+    if lt == rt == ot == "f32":
+        return ("f32", 0) if MR_F32 <= m <= SKINNY_M else None
+    if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
+        return "vnni", 1 if lt == "i8" else 0
+    if lt == "bf16" and rt == "bf16" and ot == "f32":
+        return "bf16", 0
+    return None
+
+
+def _run_stride(t: TensorType, dims: list) -> Optional[int]:
+    """The element stride of the run of dimensions `dims` (in their listed order, as one
+    linear index) of row-major t, or None when they do not form one strided run."""
+    strides = [1] * t.rank
+    for d in range(t.rank - 2, -1, -1):
+        strides[d] = strides[d + 1] * t.shape[d + 1]
+    dims = [d for d in dims if t.shape[d] != 1]
+    if not dims:
+        return 0
+    for a, b in zip(dims, dims[1:]):
+        if strides[a] != strides[b] * t.shape[b]:
+            return None
+    return strides[dims[-1]]
+
+
+def _enabled() -> bool:
+    try:
+        from axle.flags import flag
+        return bool(flag("cpu_lowp_dot"))
+    except KeyError:  # the flag is not registered (an older flags table)
+        return True
+
+
+def lowp_plan(op: Operation) -> Optional[dict]:
+    """The plan of a low-precision dot on this host, or None."""
+    from axle.codegen.dot import DotDims
+    from axle.backends.cpu.lowp_runtime import supported_kinds
+    lhs, rhs = op.operands
+    lt, rt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    if not (lt.is_static and rt.is_static and ot.is_static):
+        return None
+    d = DotDims(op)
+
+    def prod(t, dims):
+        p = 1
+        for x in dims:
+            p *= t.shape[x]
+        return p
+    batch, m, n, k = prod(lt, d.lb), prod(lt, d.lfree), prod(rt, d.rfree), prod(lt, d.lc)
+    kind = _kind(str(lt.element_type), str(rt.element_type), str(ot.element_type), m)
+    if kind is None or not _enabled() or kind[0] not in supported_kinds():
+        return None
+    if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
+        return None
+    strides = [_run_stride(lt, d.lb), _run_stride(lt, d.lfree), _run_stride(lt, d.lc),
+               _run_stride(rt, d.rb), _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
+    if any(s is None for s in strides):
+        return None
+    if kind[0] == "f32" and (strides[5] != 1 or n < 32):
+        return None  # f32: only a row-major rhs is read unpacked; BLAS packs others better
+    return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides)
+
+
+def _fn(ctx, name: str, args: list):
+    return ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), args), name)
+
+
+def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
+    from axle.backends.cpu.lowp_runtime import KINDS, MR, NR, register
+    from axle.backends.cpu.parallel import split_ranges
+    register()  # the kernels' addresses, for linking this module
+    em = ctx.em
+    kind, flip = plan["kind"], plan["flip"]
+    batch, m, n, k = plan["batch"], plan["m"], plan["n"], plan["k"]
+    sa_b, sa_m, sa_k, sb_b, sb_k, sb_n = plan["strides"]
+    g, et, _ = KINDS[kind]
+    esize = et.width // 8
+    kg = (k + g - 1) // g
+    mpad = (m + MR - 1) // MR * MR
+    a_bytes = mpad * kg * 4
+    token = object()
+    ap_ref = ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
+    pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
+    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8, I64, I64, I64, I64, I64, I64, I64])
+    c64 = em.const_i64
+
+    def at(ptr, elems, size):
+        b = ctx.b
+        return b.gep(b.bitcast(ptr, P8), [b.mul(elems, c64(size))], inbounds=True)
+
+    def pack(bi):
+        b = ctx.b
+        b.call(pack_a, [at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize), c64(sa_m), c64(sa_k),
+                        c64(m), c64(k), at(ctx.resolve(ap_ref), bi, a_bytes), c64(flip)])
+    em.for_range_dynamic(c64(0), c64(batch), pack)
+    npanels = (n + NR - 1) // NR
+
+    def emit(lo, hi):
+        def one(u):
+            b = ctx.b
+            bi = b.udiv(u, c64(npanels))
+            p = b.urem(u, c64(npanels))
+            b.call(panels, [at(ctx.resolve(ap_ref), bi, a_bytes),
+                            at(ctx.buffer(op.operands[1]), b.mul(bi, c64(sb_b)), esize), c64(sb_k), c64(sb_n),
+                            at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
+                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip)])
+        em.for_range_dynamic(lo, hi, one)
+    split_ranges(ctx, batch * npanels, batch * m * n * k // 16, emit)
+    ctx.release(token)
+    ctx.mark_library(f"lowp.{kind}")

@@ -1,0 +1,369 @@
+"""Native GEMM kernels for low-precision dots, built once per process from LLVM IR.
+
+Two kinds, picked by the host's features (llvmlite's get_host_cpu_features):
+
+* "vnni": int8 x int8 -> int32 with AVX512-VNNI `vpdpbusd` (16 lanes, each the sum of
+  four u8 x s8 products added to an i32). A signed lhs is made unsigned by flipping its
+  sign bit (a + 128) and the sums corrected by -128 * (column sums of the rhs), which are
+  computed with the same instruction (lhs = all ones) while packing.
+* "bf16": bf16 x bf16 -> f32 with AVX512-BF16 `vdpbf16ps` (16 lanes, each the sum of
+  two bf16 products added to an f32).
+
+Both work on groups of G (4 or 2) consecutive k: the lhs is packed into rows of i32 words
+(`pack_a`, one word = one group, broadcast to every lane), the rhs into panels of 32 columns
+x a block of KB groups (two vectors per group, made in `panels` on the caller's stack by
+interleaving G rows with shuffles when the rhs is row-major, or by loading one word per
+column when it is stored transposed). The micro-kernel keeps an 8 x 32 tile of C in 16
+vector registers. K longer than one block accumulates into C. Padding (k beyond K, columns
+beyond N, rows beyond M) is zero in the packed rhs and never stored.
+
+The generated code (kernels_dot_lowp.py) calls `axle_lowp_<kind>_pack_a` once per batch and
+`axle_lowp_<kind>_panels` for ranges of panels claimed by the pool's threads. Addresses are
+bound by the JIT like BLAS's (llvm_env.EXTERNAL_SYMBOLS), so object code stays cacheable.
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+from llvmlite import ir
+
+MR, NR = 8, 32  # rows x columns of the register tile
+KB = 512  # groups of k per packed block of the rhs (a panel block: KB * 128 bytes on the stack)
+
+I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+F32 = ir.FloatType()
+V16I32, V16F32 = ir.VectorType(I32, 16), ir.VectorType(F32, 16)
+P = I8.as_pointer()
+
+
+class _BFloat(ir.Type):
+    """LLVM's bfloat (llvmlite has no class for it; the intrinsic's operands need it)."""
+
+    def _to_string(self):
+        return "bfloat"
+
+    def __eq__(self, other):
+        return isinstance(other, _BFloat)
+
+    def __hash__(self):
+        return hash("bfloat")
+
+
+KINDS = {  # kind: (group size G, element type, accumulator vector type)
+    "vnni": (4, I8, V16I32),
+    "bf16": (2, I16, V16F32),
+    "f32": (1, I32, V16F32),  # skinny f32 GEMMs (few rows): fma, row-major rhs read unpacked
+}
+
+
+@lru_cache(maxsize=None)
+def supported_kinds() -> frozenset:
+    """The kinds this host runs natively."""
+    import llvmlite.binding as llvm
+    try:
+        f = llvm.get_host_cpu_features()
+    except RuntimeError:
+        return frozenset()
+    have = {k for k, v in f.items() if v}
+    out = set()
+    base = {"avx512f", "avx512bw", "avx512vl"} <= have
+    if base and "avx512vnni" in have:
+        out.add("vnni")
+    if base and "avx512bf16" in have:
+        out.add("bf16")
+    if base and "fma" in have:
+        out.add("f32")
+    return frozenset(out)
+
+
+class _Loop:
+    """for i in [lo, hi) with a phi, emitted with llvmlite's builder."""
+
+    def __init__(self, b: ir.IRBuilder, lo, hi, name: str):
+        self.b, self.lo, self.hi, self.name = b, lo, hi, name
+
+    def __enter__(self):
+        b = self.b
+        self.pre = b.block
+        self.head = b.append_basic_block(self.name + ".head")
+        self.body = b.append_basic_block(self.name + ".body")
+        self.end = b.append_basic_block(self.name + ".end")
+        b.branch(self.head)
+        b.position_at_end(self.head)
+        self.i = b.phi(I64, self.name)
+        self.i.add_incoming(self.lo, self.pre)
+        b.cbranch(b.icmp_signed("<", self.i, self.hi), self.body, self.end)
+        b.position_at_end(self.body)
+        return self.i
+
+    def __exit__(self, *exc):
+        b = self.b
+        nxt = b.add(self.i, ir.Constant(I64, 1))
+        self.i.add_incoming(nxt, b.block)
+        b.branch(self.head)
+        b.position_at_end(self.end)
+
+
+def _c(v, t=I64):
+    return ir.Constant(t, v)
+
+
+def _gep(b, ptr, elem_t, index):
+    return b.gep(b.bitcast(ptr, elem_t.as_pointer()), [index])
+
+
+def _pack_a(mod, kind):
+    """pack_a(A, sa_m, sa_k, M, K, Ap, flip): Ap[Mpad][KG] words of G elements, rows past M
+    and k past K zero; flip: xor each element with 0x80 (signed int8 -> unsigned)."""
+    g, et, _ = KINDS[kind]
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, I64, I64, I64, I64, P, I64]), f"axle_lowp_{kind}_pack_a")
+    a, sam, sak, m, k, ap, flip = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    kg = b.udiv(b.add(k, _c(g - 1)), _c(g))
+    mpad = b.mul(b.udiv(b.add(m, _c(MR - 1)), _c(MR)), _c(MR))
+    fl = b.trunc(b.mul(flip, _c(0x80)), et)
+    with _Loop(b, _c(0), mpad, "r") as r:
+        rv = b.icmp_signed("<", r, m)
+        rr = b.select(rv, r, _c(0))
+        with _Loop(b, _c(0), b.mul(kg, _c(g)), "q") as q:
+            ok = b.and_(rv, b.icmp_signed("<", q, k))
+            qq = b.select(ok, q, _c(0))
+            x = b.load(_gep(b, a, et, b.add(b.mul(rr, sam), b.mul(qq, sak))))
+            x = b.xor(x, fl)
+            x = b.select(ok, x, ir.Constant(et, 0))
+            b.store(x, _gep(b, ap, et, b.add(b.mul(r, b.mul(kg, _c(g))), q)))
+    b.ret_void()
+
+
+def _shuffle_interleave(b, x, y, n, unit):
+    """Interleave vectors x, y of n elements in units of `unit` elements:
+    x0 y0 x1 y1 ... (each a run of `unit` elements)."""
+    mask = []
+    for i in range(n // unit):
+        mask += [i * unit + j for j in range(unit)] + [n + i * unit + j for j in range(unit)]
+    return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, len(mask)), mask))
+
+
+def _panels(mod, kind):
+    """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip): C[:, 32p : 32p + 32] for
+    the panels p0 <= p < p1 (C row-major, ldc elements a row); flip: pack_a flipped the
+    lhs's sign bits (vnni), subtract 128 x the rhs's column sums."""
+    g, et, vt = KINDS[kind]
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P, I64, I64, P, I64, I64, I64, I64, I64, I64, I64]),
+                     f"axle_lowp_{kind}_panels")
+    ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    # the packed block (KB groups x 32 words) and an 8 x 32 tile for partial stores
+    slots = []
+    for words in (KB * NR, MR * NR, NR):
+        s_ = b.alloca(ir.ArrayType(I32, words))
+        s_.align = 64
+        slots.append(b.bitcast(s_, P))
+    bp, tile, csum = slots
+    fscale = ir.Constant(V16I32, None)
+    if kind == "vnni":
+        f128 = b.trunc(b.mul(flip, _c(128)), I32)
+        fscale = b.shuffle_vector(b.insert_element(ir.Constant(V16I32, None), f128, _c(0, I32)),
+                                  ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
+    kg_all = b.udiv(b.add(k, _c(g - 1)), _c(g))
+    mtiles = b.udiv(b.add(m, _c(MR - 1)), _c(MR))
+    if kind == "vnni":
+        dp = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, V16I32, V16I32]), "llvm.x86.avx512.vpdpbusd.512")
+        ones = ir.Constant(V16I32, [0x01010101] * 16)
+    elif kind == "bf16":
+        bft = ir.VectorType(_BFloat(), 32)
+        dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, bft, bft]), "llvm.x86.avx512bf16.dpbf16ps.512")
+    else:
+        dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, V16F32, V16F32]), "llvm.fma.v16f32")
+
+    def dot(acc, x, y):
+        if kind == "vnni":
+            return b.call(dp, [acc, x, y])
+        if kind == "f32":
+            return b.call(dp, [b.bitcast(x, V16F32), b.bitcast(y, V16F32), acc])
+        return b.call(dp, [acc, b.bitcast(x, bft), b.bitcast(y, bft)])
+    zero = ir.Constant(vt, None)
+    with _Loop(b, p0, p1, "p") as p:
+        col0 = b.mul(p, _c(NR))
+        ncols = b.sub(n, col0)
+        full_n = b.icmp_signed(">=", ncols, _c(NR))
+        with _Loop(b, _c(0), b.udiv(b.add(kg_all, _c(KB - 1)), _c(KB)), "kb") as kb:
+            g0 = b.mul(kb, _c(KB))
+            ng = b.sub(kg_all, g0)
+            ng = b.select(b.icmp_signed("<", ng, _c(KB)), ng, _c(KB))
+            # f32: a whole panel of a row-major rhs is read where it is (rows sbk apart)
+            direct = b.and_(full_n, b.icmp_signed("==", sbn, _c(1))) if kind == "f32" else ir.Constant(ir.IntType(1), 0)
+            with b.if_then(b.not_(direct)):
+                _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k)
+            src0 = b.bitcast(_gep(b, bsrc, I32, b.add(b.mul(g0, sbk), col0)), P)
+            bbase = b.select(direct, src0, bp)
+            bstride = b.select(direct, sbk, _c(NR))
+            if kind == "vnni":  # column sums of this block (for a flipped lhs): ones . B
+                s0 = s1 = ir.Constant(V16I32, None)
+                with _Loop(b, _c(0), ng, "cs") as q:
+                    base = b.mul(q, _c(NR))
+                    v0 = b.load(b.bitcast(_gep(b, bp, I32, base), V16I32.as_pointer()), align=4)
+                    v1 = b.load(b.bitcast(_gep(b, bp, I32, b.add(base, _c(16))), V16I32.as_pointer()), align=4)
+                    # (phi-free: accumulate through memory)
+                    old0 = b.load(b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
+                    old1 = b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
+                    first = b.icmp_signed("==", q, _c(0))
+                    old0 = b.select(first, s0, old0)
+                    old1 = b.select(first, s1, old1)
+                    b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
+                    b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
+            with _Loop(b, _c(0), mtiles, "t") as t:
+                _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols,
+                      full_n, kb, fscale)
+    b.ret_void()
+    return fn
+
+
+def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
+    """Pack groups [g0, g0 + ng) of the panel at column col0 into bp (ng x 32 words)."""
+    g, et, _ = KINDS[kind]
+    fast = b.and_(full_n, b.and_(b.icmp_signed("==", sbn, _c(1)),
+                                 b.icmp_signed("<=", b.mul(b.add(g0, ng), _c(g)), k)))
+    with b.if_else(fast) as (vec, scalar):
+        with vec:  # row-major rhs, whole panel: G rows of 32 elements, interleaved
+            vrow = ir.VectorType(et, NR)
+            with _Loop(b, _c(0), ng, "vq") as q:
+                rows = []
+                for j in range(g):
+                    kk = b.add(b.mul(b.add(g0, q), _c(g)), _c(j))
+                    ptr = _gep(b, bsrc, et, b.add(b.mul(kk, sbk), col0))
+                    rows.append(b.load(b.bitcast(ptr, vrow.as_pointer()), align=1))
+                if g == 1:
+                    out = rows[0]
+                elif g == 2:
+                    out = _shuffle_interleave(b, rows[0], rows[1], NR, 1)
+                else:
+                    lo = _shuffle_interleave(b, rows[0], rows[1], NR, 1)  # 64 x i8: pairs
+                    hi = _shuffle_interleave(b, rows[2], rows[3], NR, 1)
+                    out = _shuffle_interleave(b, lo, hi, 2 * NR, 2)  # 128 x i8: quads
+                dst = _gep(b, bp, I32, b.mul(q, _c(NR)))
+                b.store(out, b.bitcast(dst, out.type.as_pointer()), align=4)
+        with scalar:  # any strides, edges: element by element, zero outside
+            with _Loop(b, _c(0), ng, "sq") as q:
+                with _Loop(b, _c(0), _c(NR), "sc") as col:
+                    with _Loop(b, _c(0), _c(g), "sj") as j:
+                        kk = b.add(b.mul(b.add(g0, q), _c(g)), j)
+                        ok = b.and_(b.icmp_signed("<", kk, k), b.icmp_signed("<", col, ncols))
+                        src = b.add(b.mul(b.select(ok, kk, _c(0)), sbk), b.mul(b.select(ok, b.add(col0, col), _c(0)), sbn))
+                        x = b.select(ok, b.load(_gep(b, bsrc, et, src)), ir.Constant(et, 0))
+                        b.store(x, _gep(b, bp, et, b.add(b.mul(b.add(b.mul(q, _c(NR)), col), _c(g)), j)))
+
+
+def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
+          fscale):
+    """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store."""
+    _, _, vt = KINDS[kind]
+    row0 = b.mul(t, _c(MR))
+    full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(MR)), m))
+    vp = vt.as_pointer()
+    first = b.icmp_signed("==", kb, _c(0))
+    # partial tiles go through `tile`: load the valid part of C there (later k blocks)
+    with b.if_then(b.not_(full)):
+        with _Loop(b, _c(0), _c(MR), "ir") as r:
+            with _Loop(b, _c(0), _c(NR), "ic") as col:
+                ok = b.and_(b.not_(first), b.and_(b.icmp_signed("<", b.add(row0, r), m),
+                                                  b.icmp_signed("<", col, ncols)))
+                idx = b.add(b.mul(b.select(ok, b.add(row0, r), _c(0)), ldc), b.select(ok, b.add(col0, col), _c(0)))
+                x = b.select(ok, b.load(_gep(b, c, I32, idx)), _c(0, I32))
+                b.store(x, _gep(b, tile, I32, b.add(b.mul(r, _c(NR)), col)))
+
+    def where(r, half):  # pointer to the 16 lanes (r, half) of the tile in C or in `tile`
+        in_c = _gep(b, c, I32, b.add(b.mul(b.add(row0, _c(r)), ldc), b.add(col0, _c(16 * half))))
+        in_t = _gep(b, tile, I32, _c(r * NR + 16 * half))
+        return b.bitcast(b.select(full, b.bitcast(in_c, P), b.bitcast(in_t, P)), vp)
+    accs = []
+    for r in range(MR):
+        for h in range(2):
+            loaded = b.load(where(r, h), align=4)
+            accs.append(b.select(first, zero, loaded))
+    # the k loop over the block: accumulators as phis
+    pre = b.block
+    head = b.append_basic_block("k.head")
+    body = b.append_basic_block("k.body")
+    end = b.append_basic_block("k.end")
+    b.branch(head)
+    b.position_at_end(head)
+    q = b.phi(I64, "kq")
+    q.add_incoming(_c(0), pre)
+    phis = []
+    for a in accs:
+        ph = b.phi(vt)
+        ph.add_incoming(a, pre)
+        phis.append(ph)
+    b.cbranch(b.icmp_signed("<", q, ng), body, end)
+    b.position_at_end(body)
+    base = b.mul(q, bstride)
+    v0 = b.load(b.bitcast(_gep(b, bp, I32, base), V16I32.as_pointer()), align=4)
+    v1 = b.load(b.bitcast(_gep(b, bp, I32, b.add(base, _c(16))), V16I32.as_pointer()), align=4)
+    arow = b.add(g0, q)
+    new = []
+    for r in range(MR):
+        w = b.load(_gep(b, ap, I32, b.add(b.mul(b.add(row0, _c(r)), kg_all), arow)))
+        bc = b.shuffle_vector(b.insert_element(ir.Constant(V16I32, None), w, _c(0, I32)),
+                              ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
+        new.append(dot(phis[2 * r], bc, v0))
+        new.append(dot(phis[2 * r + 1], bc, v1))
+    nq = b.add(q, _c(1))
+    q.add_incoming(nq, b.block)
+    for ph, v in zip(phis, new):
+        ph.add_incoming(v, b.block)
+    b.branch(head)
+    b.position_at_end(end)
+    outs = list(phis)
+    if kind == "vnni":  # subtract 128 x this block's column sums (fscale 0 when unflipped)
+        c0 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4), fscale)
+        c1 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4), fscale)
+        outs = [b.sub(v, c0 if i % 2 == 0 else c1) for i, v in enumerate(outs)]
+    for r in range(MR):
+        for h in range(2):
+            b.store(outs[2 * r + h], where(r, h), align=4)
+    with b.if_then(b.not_(full)):
+        with _Loop(b, _c(0), _c(MR), "or") as r:
+            with _Loop(b, _c(0), _c(NR), "oc") as col:
+                ok = b.and_(b.icmp_signed("<", b.add(row0, r), m), b.icmp_signed("<", col, ncols))
+                with b.if_then(ok):
+                    x = b.load(_gep(b, tile, I32, b.add(b.mul(r, _c(NR)), col)))
+                    b.store(x, _gep(b, c, I32, b.add(b.mul(b.add(row0, r), ldc), b.add(col0, col))))
+
+
+_LOCK = threading.Lock()
+_STATE: dict = {}
+
+
+def build_ir() -> str:
+    mod = ir.Module("axle_lowp")
+    for kind in sorted(supported_kinds()):
+        _pack_a(mod, kind)
+        _panels(mod, kind)
+    return str(mod)
+
+
+def register() -> bool:
+    """Compile the kernels this host supports (once) and bind their addresses for the JIT."""
+    if "done" in _STATE or "building" in _STATE:
+        return _STATE.get("done", False)
+    with _LOCK:
+        if "done" in _STATE or "building" in _STATE:
+            return _STATE.get("done", False)
+        _STATE["building"] = True
+        try:
+            from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS, compile_to_object, link_object
+            kinds = sorted(supported_kinds())
+            if not kinds:
+                _STATE["done"] = False
+                return False
+            names = [f"axle_lowp_{k}_{f}" for k in kinds for f in ("pack_a", "panels")]
+            obj = compile_to_object(build_ir(), 3)[1]
+            handle, addrs = link_object(obj, names)
+            _STATE["handle"] = handle
+            EXTERNAL_SYMBOLS.update(addrs)
+            _STATE["done"] = True
+            return True
+        finally:
+            _STATE.pop("building", None)

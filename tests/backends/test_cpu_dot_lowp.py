@@ -1,0 +1,150 @@
+"""int8 / bf16 dot_general: the VNNI / AVX512-BF16 kernels (where this host has them) and
+the widening fallback (forced by --cpu_lowp_dot=false), against numpy and jax.jit, on
+several shapes: odd sizes, K not a multiple of the group, transposed operands, batches,
+uint8 lhs, K longer than one packed block, extreme values."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import axle  # noqa: E402
+from axle.backends.cpu.lowp_runtime import supported_kinds  # noqa: E402
+
+SHAPES = [(1, 1, 1), (3, 5, 7), (8, 32, 4), (17, 33, 1030), (9, 70, 2053), (64, 96, 128)]
+
+
+@pytest.fixture(params=["native", "fallback"])
+def mode(request, monkeypatch):
+    if request.param == "fallback":
+        monkeypatch.setenv("AXLE_FLAGS", "--cpu_lowp_dot=false")
+    else:
+        monkeypatch.delenv("AXLE_FLAGS", raising=False)
+    return request.param
+
+
+def _compile(fn, *args):
+    text = jax.jit(fn).lower(*args).as_text()
+    return axle.compile(text, backend="cpu")
+
+
+def _libraries(exe):
+    return {k.library for k in exe.program.kernels if k.library}
+
+
+def _int8(r, shape, lo=-128, hi=128, dt=np.int8):
+    return r.integers(lo, hi, shape).astype(dt)
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_int8_matmul(mode, m, n, k):
+    r = np.random.default_rng(m * 1000 + k)
+    a, b = _int8(r, (m, k)), _int8(r, (k, n))
+
+    def fn(a, b):
+        return jnp.matmul(a, b, preferred_element_type=jnp.int32)
+    exe = _compile(fn, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(fn)(a, b)))
+    native = mode == "native" and "vnni" in supported_kinds() and m * n * k >= 4096
+    assert ("lowp.vnni" in _libraries(exe)) == native
+
+
+def test_int8_extremes_and_uint8(mode):
+    """-128 everywhere (the sign flip's correction at its largest), 0/255 uint8 lhs."""
+    k = 300
+    a = np.full((16, k), -128, np.int8)
+    b = np.full((k, 40), -128, np.int8)
+    fn = lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.int32)  # noqa: E731
+    got = np.asarray(_compile(fn, a, b).execute([a, b])[0])
+    np.testing.assert_array_equal(got, np.full((16, 40), 128 * 128 * k, np.int64))
+    r = np.random.default_rng(5)
+    au = _int8(r, (33, 257), 0, 256, np.uint8)
+    bs = _int8(r, (257, 65))
+    got = np.asarray(_compile(fn, au, bs).execute([au, bs])[0])
+    np.testing.assert_array_equal(got, au.astype(np.int64) @ bs.astype(np.int64))
+
+
+def test_int8_transposed_and_batched(mode):
+    r = np.random.default_rng(7)
+    a, b = _int8(r, (3, 37, 130)), _int8(r, (3, 45, 130))
+
+    def fn(a, b):  # rhs stored [batch, N, K]; lhs read as [K, M] in the second product
+        x = jnp.einsum("bmk,bnk->bmn", a, b, preferred_element_type=jnp.int32)
+        y = jnp.einsum("bkm,bkn->bmn", jnp.swapaxes(a, 1, 2), jnp.swapaxes(b, 1, 2),
+                       preferred_element_type=jnp.int32)
+        return x, y
+    outs = _compile(fn, a, b).execute([a, b])
+    want = np.einsum("bmk,bnk->bmn", a.astype(np.int64), b.astype(np.int64))
+    for o in outs:
+        np.testing.assert_array_equal(np.asarray(o), want)
+
+
+def _bf16(r, shape):
+    return r.standard_normal(shape).astype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_bf16_matmul_f32_accumulation(mode, m, n, k):
+    r = np.random.default_rng(m + 31 * k)
+    a, b = _bf16(r, (m, k)), _bf16(r, (k, n))
+
+    def fn(a, b):
+        return jnp.matmul(a, b, preferred_element_type=jnp.float32)
+    exe = _compile(fn, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+    ref = np.asarray(jax.jit(fn)(a, b))
+    assert np.all(np.abs(got - ref) <= 2e-5 * scale + 1e-30)
+    native = mode == "native" and "bf16" in supported_kinds() and m * n * k >= 4096
+    assert ("lowp.bf16" in _libraries(exe)) == native
+
+
+def test_bf16_batched_transposed(mode):
+    r = np.random.default_rng(11)
+    a, b = _bf16(r, (2, 4, 40, 66)), _bf16(r, (2, 4, 50, 66))
+
+    def fn(a, b):
+        return jnp.einsum("bhqd,bhkd->bhqk", a, b, preferred_element_type=jnp.float32)
+    got = np.asarray(_compile(fn, a, b).execute([a, b])[0])
+    want = np.einsum("bhqd,bhkd->bhqk", a.astype(np.float64), b.astype(np.float64))
+    scale = np.einsum("bhqd,bhkd->bhqk", np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+
+
+@pytest.mark.parametrize("m,n,k,batch", [(8, 32, 1, 1), (9, 33, 7, 1), (32, 512, 512, 1), (64, 100, 1030, 1),
+                                         (13, 70, 300, 3)])
+def test_skinny_f32_matmul(mode, m, n, k, batch):
+    """f32 dots of 8-64 rows with a row-major rhs: the FMA kernel reading the rhs unpacked
+    (partial panels and K longer than a block packed), against numpy in f64."""
+    r = np.random.default_rng(m * 7 + n)
+    a = r.standard_normal((batch, m, k)).astype(np.float32)
+    b = r.standard_normal((batch, k, n)).astype(np.float32)
+    if batch == 1:
+        a, b = a[0], b[0]
+    fn = jnp.matmul
+    exe = _compile(fn, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    scale = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    assert np.all(np.abs(got - want) <= 2e-6 * scale + 1e-30)
+    np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(a, b)), rtol=1e-4, atol=1e-4)
+    native = mode == "native" and "f32" in supported_kinds() and m * n * k >= 4096
+    assert ("lowp.f32" in _libraries(exe)) == native
+
+
+def test_f32_outside_the_skinny_kernel_goes_to_blas():
+    """Fewer than 8 rows, more than 64, or a transposed rhs: BLAS as before."""
+    r = np.random.default_rng(2)
+    for a, b, spec in [(np.ones((4, 256), np.float32), np.ones((256, 256), np.float32), "mk,kn->mn"),
+                       (np.ones((65, 256), np.float32), np.ones((256, 256), np.float32), "mk,kn->mn"),
+                       (r.standard_normal((16, 256)).astype(np.float32),
+                        r.standard_normal((256, 256)).astype(np.float32), "mk,nk->mn")]:
+        fn = lambda x, y, s=spec: jnp.einsum(s, x, y)  # noqa: E731
+        exe = _compile(fn, a, b)
+        np.testing.assert_allclose(np.asarray(exe.execute([a, b])[0]), np.einsum(spec, a, b), rtol=1e-4, atol=1e-3)
+        assert "lowp.f32" not in _libraries(exe)
