@@ -290,7 +290,7 @@ class DotDims:
 @kernel("stablehlo.dot_general", memory_operands=True, check=_check_dot)
 def emit_dot(ctx: Context, op: Operation) -> None:
     from axle.backends.cpu.kernels_dot_lowp import emit_lowp_dot, lowp_plan
-    lowp = lowp_plan(op)
+    lowp = lowp_plan(op, ctx)
     if lowp is not None:  # int8 / bf16 with the host's dot-product instructions
         emit_lowp_dot(ctx, op, lowp)
         return
