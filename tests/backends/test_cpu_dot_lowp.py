@@ -126,25 +126,29 @@ def test_skinny_f32_matmul(mode, m, n, k, batch):
     b = r.standard_normal((batch, k, n)).astype(np.float32)
     if batch == 1:
         a, b = a[0], b[0]
-    fn = jnp.matmul
+    def fn(a, b):  # inside a loop body (where the rhs would be repacked every iteration)
+        return jax.lax.fori_loop(0, 2, lambda i, c: c + jnp.matmul(a, b), jnp.zeros(a.shape[:-1] + b.shape[-1:]))
     exe = _compile(fn, a, b)
     got = np.asarray(exe.execute([a, b])[0])
-    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
-    scale = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
-    assert np.all(np.abs(got - want) <= 2e-6 * scale + 1e-30)
+    want = 2 * np.matmul(a.astype(np.float64), b.astype(np.float64))
+    scale = 2 * np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    assert np.all(np.abs(got - want) <= 4e-6 * scale + 1e-30)
     np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(a, b)), rtol=1e-4, atol=1e-4)
     native = mode == "native" and "f32" in supported_kinds() and m * n * k >= 4096
     assert ("lowp.f32" in _libraries(exe)) == native
 
 
 def test_f32_outside_the_skinny_kernel_goes_to_blas():
-    """Fewer than 8 rows, more than 64, or a transposed rhs: BLAS as before."""
+    """At the top level, or in a loop with fewer than 8 rows or a transposed rhs: BLAS."""
     r = np.random.default_rng(2)
     for a, b, spec in [(np.ones((4, 256), np.float32), np.ones((256, 256), np.float32), "mk,kn->mn"),
                        (np.ones((65, 256), np.float32), np.ones((256, 256), np.float32), "mk,kn->mn"),
                        (r.standard_normal((16, 256)).astype(np.float32),
                         r.standard_normal((256, 256)).astype(np.float32), "mk,nk->mn")]:
-        fn = lambda x, y, s=spec: jnp.einsum(s, x, y)  # noqa: E731
+        fn = lambda x, y, s=spec: jax.lax.fori_loop(0, 1, lambda i, c: c + jnp.einsum(s, x, y),  # noqa: E731
+                                                    jnp.zeros((x.shape[0], 256), jnp.float32))
+        top = lambda x, y: jnp.matmul(x, y)  # noqa: E731
+        assert "lowp.f32" not in _libraries(_compile(top, a, np.ones((256, 256), np.float32)))
         exe = _compile(fn, a, b)
         np.testing.assert_allclose(np.asarray(exe.execute([a, b])[0]), np.einsum(spec, a, b), rtol=1e-4, atol=1e-3)
         assert "lowp.f32" not in _libraries(exe)

@@ -235,7 +235,7 @@ def _reduce_leading_in_parts(ctx: Context, op: Operation, in_t, out_ts, total: i
 @kernel("stablehlo.dot_general", memory_operands=True, check=check_dot)
 def emit_dot(ctx: Context, op: Operation) -> None:
     from axle.backends.cpu.kernels_dot_lowp import emit_lowp_dot, lowp_plan
-    lowp = lowp_plan(op)
+    lowp = lowp_plan(op, ctx)
     if lowp is not None:  # int8 / bf16 with the host's dot-product instructions
         emit_lowp_dot(ctx, op, lowp)
         return

@@ -7,7 +7,7 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 * bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
   sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
   does);
-* skinny f32 x f32 -> f32 (8 to SKINNY_M rows: a scan step, a small batch) on AVX-512
+* skinny f32 x f32 -> f32 inside loop bodies (8 to SKINNY_M rows: a scan step) on AVX-512
   hosts with a row-major rhs: FMA on an 8 x 32 register tile reading the rhs where it is,
   where BLAS would copy (pack) the whole rhs on every call.
 
@@ -74,8 +74,10 @@ def _enabled() -> bool:
         return True
 
 
-def lowp_plan(op: Operation) -> Optional[dict]:
-    """The plan of a low-precision dot on this host, or None."""
+def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
+    """The plan of a low-precision dot on this host, or None. Skinny f32 dots take the
+    kernel only inside loop bodies (ctx deeper than the program's block), where BLAS would
+    repack a loop-invariant rhs on every iteration; at the top level BLAS packs once."""
     from axle.codegen.dot import DotDims
     from axle.backends.cpu.lowp_runtime import supported_kinds
     lhs, rhs = op.operands
@@ -92,6 +94,8 @@ def lowp_plan(op: Operation) -> Optional[dict]:
     batch, m, n, k = prod(lt, d.lb), prod(lt, d.lfree), prod(rt, d.rfree), prod(lt, d.lc)
     kind = _kind(str(lt.element_type), str(rt.element_type), str(ot.element_type), m)
     if kind is None or not _enabled() or kind[0] not in supported_kinds():
+        return None
+    if kind[0] == "f32" and (ctx is None or getattr(ctx, "_level", 0) < 2):
         return None
     if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return None
@@ -122,9 +126,11 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     mpad = (m + MR - 1) // MR * MR
     a_bytes = mpad * kg * 4
     token = object()
-    ap_ref = ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
+    unpacked_lhs = kind == "f32" and sa_k == 1
+    ap_ref = None if unpacked_lhs else ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
     pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
-    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8, I64, I64, I64, I64, I64, I64, I64])
+    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8, I64, I64, I64, I64, I64, I64, I64, I64])
+    unpacked = kind == "f32" and sa_k == 1  # f32 rows read where they are (no copy of the lhs)
     c64 = em.const_i64
 
     def at(ptr, elems, size):
@@ -135,7 +141,13 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
         b = ctx.b
         b.call(pack_a, [at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize), c64(sa_m), c64(sa_k),
                         c64(m), c64(k), at(ctx.resolve(ap_ref), bi, a_bytes), c64(flip)])
-    em.for_range_dynamic(c64(0), c64(batch), pack)
+    if not unpacked:
+        em.for_range_dynamic(c64(0), c64(batch), pack)
+
+    def lhs_at(b, bi):
+        if unpacked:
+            return at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize)
+        return at(ctx.resolve(ap_ref), bi, a_bytes)
     npanels = (n + NR - 1) // NR
 
     def emit(lo, hi):
@@ -143,11 +155,12 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
             b = ctx.b
             bi = b.udiv(u, c64(npanels))
             p = b.urem(u, c64(npanels))
-            b.call(panels, [at(ctx.resolve(ap_ref), bi, a_bytes),
+            b.call(panels, [lhs_at(b, bi),
                             at(ctx.buffer(op.operands[1]), b.mul(bi, c64(sb_b)), esize), c64(sb_k), c64(sb_n),
                             at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
-                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip)])
+                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg)])
         em.for_range_dynamic(lo, hi, one)
     split_ranges(ctx, batch * npanels, batch * m * n * k // 16, emit)
-    ctx.release(token)
+    if ap_ref is not None:
+        ctx.release(token)
     ctx.mark_library(f"lowp.{kind}")

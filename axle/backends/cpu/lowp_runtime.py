@@ -146,13 +146,14 @@ def _shuffle_interleave(b, x, y, n, unit):
 
 
 def _panels(mod, kind):
-    """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip): C[:, 32p : 32p + 32] for
+    """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip, lda): C[:, 32p : 32p + 32] for
     the panels p0 <= p < p1 (C row-major, ldc elements a row); flip: pack_a flipped the
-    lhs's sign bits (vnni), subtract 128 x the rhs's column sums."""
+    lhs's sign bits (vnni), subtract 128 x the rhs's column sums; lda: words from one
+    row of Ap to the next (an f32 lhs with contiguous rows is read unpacked)."""
     g, et, vt = KINDS[kind]
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P, I64, I64, P, I64, I64, I64, I64, I64, I64, I64]),
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P, I64, I64, P, I64, I64, I64, I64, I64, I64, I64, I64]),
                      f"axle_lowp_{kind}_panels")
-    ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip = fn.args
+    ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip, lda = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     # the packed block (KB groups x 32 words) and an 8 x 32 tile for partial stores
     slots = []
@@ -214,7 +215,7 @@ def _panels(mod, kind):
                     b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
                     b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
             with _Loop(b, _c(0), mtiles, "t") as t:
-                _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols,
+                _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
                       full_n, kb, fscale)
     b.ret_void()
     return fn
@@ -304,7 +305,9 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
     arow = b.add(g0, q)
     new = []
     for r in range(MR):
-        w = b.load(_gep(b, ap, I32, b.add(b.mul(b.add(row0, _c(r)), kg_all), arow)))
+        row = b.add(row0, _c(r))  # rows past M read row M - 1 (an unpacked lhs has no padding)
+        row = b.select(b.icmp_signed("<", row, m), row, b.sub(m, _c(1)))
+        w = b.load(_gep(b, ap, I32, b.add(b.mul(row, kg_all), arow)))
         bc = b.shuffle_vector(b.insert_element(ir.Constant(V16I32, None), w, _c(0, I32)),
                               ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
         new.append(dot(phis[2 * r], bc, v0))
