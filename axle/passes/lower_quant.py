@@ -70,7 +70,7 @@ from axle.passes import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder
 
-__all__ = ["LowerQuant", "has_quantized_types", "quantized_ops", "prepare_for_cpu", "clone_module"]
+__all__ = ["LowerQuant", "has_quantized_types", "quantized_ops", "prepare_for_cpu"]
 
 _SH = "stablehlo."
 _F32 = ELEMENT_TYPES["f32"]
@@ -610,16 +610,6 @@ class _Lowering:
                 self.keep.append(r)
 
 
-def clone_module(module: Module) -> Module:
-    """A deep copy of `module` (ops keep their locations and source positions)."""
-    from axle.passes.inline import clone_ops
-    new = Module(module.name, dict(module.attributes), module.location)
-    new.filename = module.filename
-    for op in clone_ops(module.body.operations, {}):
-        new.append(op)
-    return new
-
-
 def prepare_for_cpu(module: Module) -> Module:
     """`module` itself when it has no quantized types, else a lowered copy (the caller's
     module, which the interpreter may be running, is left as it is). Raises Unsupported for
@@ -627,6 +617,6 @@ def prepare_for_cpu(module: Module) -> Module:
     this is for callers that lower outside a pipeline.)"""
     if not has_quantized_types(module):
         return module
-    module = clone_module(module)
+    module = module.clone()
     LowerQuant(target="cpu").run(module)
     return module

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from axle.ir.ops import CONSTANT_LIKE, MOVEMENT, names_with
 from axle.ir.types import TensorType
 
-MOVES = {
-    "stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice",
-    "stablehlo.dynamic_slice", "stablehlo.concatenate", "stablehlo.pad", "stablehlo.reverse",
-    "stablehlo.iota", "stablehlo.constant", "stablehlo.gather", "stablehlo.dynamic_update_slice",
-    "stablehlo.bitcast_convert", "stablehlo.get_tuple_element", "stablehlo.tuple",
-    "stablehlo.while", "stablehlo.if", "stablehlo.case", "stablehlo.copy",
-}
+# ops that only move, copy or make data (op-table traits), and the structural ones
+MOVES = (names_with(MOVEMENT) | names_with(CONSTANT_LIKE)
+         | {"stablehlo.bitcast_convert", "stablehlo.get_tuple_element", "stablehlo.tuple",
+            "stablehlo.copy", "stablehlo.while", "stablehlo.if", "stablehlo.case"})
 
 
 def _elements(v) -> int:

@@ -290,8 +290,7 @@ class CpuExecutable:
         """The copy of the module given, after the pipeline and the lowering (made once)."""
         with self._pipeline_lock:
             if self._optimized is None:
-                from axle.passes.lower_quant import clone_module
-                module = clone_module(self.source_module)  # the caller's module stays as it is
+                module = self.source_module.clone()  # the caller's module stays as it is
                 with _user_errors():
                     if self._pipeline is not None:
                         self._pipeline(module)

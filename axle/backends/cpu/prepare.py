@@ -51,9 +51,8 @@ def prepare(module: Module) -> Module:
     """`module` lowered for code generation: a lowered copy (the caller's module is left as
     it is). Raises Unsupported for what cannot be lowered."""
     from axle.backends.cpu.pipeline import lowering_pipeline
-    from axle.passes.lower_quant import clone_module
     from axle.passes.pass_manager import PassError, PassManager
-    module = clone_module(module)
+    module = module.clone()
     try:
         PassManager(lowering_pipeline()).run(module)
     except PassError as e:

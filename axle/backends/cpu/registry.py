@@ -15,6 +15,7 @@ from typing import Callable, Optional
 from axle.codegen.emitter import FUSIBLE, _ty
 from axle.errors import Unsupported
 from axle.ir.core import Block, Operation
+from axle.ir.ops import ELEMENTWISE, has_trait
 
 
 @dataclass
@@ -56,13 +57,12 @@ def emitter_of(op: Operation) -> Callable:
     return kd.fn if kd is not None else _LOOP[0]
 
 
-ELEMENTWISE_EXTRA = ("stablehlo.convert",)
-
-
 def is_elementwise(o: Operation) -> bool:
-    """An op whose element i reads only element i of each same-shaped operand."""
+    """An op whose element i reads only element i of each same-shaped operand (the op
+    table's ELEMENTWISE trait) that the loop kernel computes: it has a scalar rule, or is a
+    convert (which the elemental emitter does itself)."""
     from axle.codegen.scalar_ops import RULES
-    return not o.regions and (o.name in RULES or o.name in ELEMENTWISE_EXTRA)
+    return not o.regions and has_trait(o, ELEMENTWISE) and (o.name in RULES or o.name == "stablehlo.convert")
 
 
 def keeps_positions(o: Operation) -> bool:

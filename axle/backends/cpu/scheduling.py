@@ -11,13 +11,14 @@ from axle.codegen.plans.arena import nbytes
 from axle.codegen.plans.graph import op_deps
 from axle.codegen.plans.schedule import Schedule, list_schedule
 from axle.ir.core import Block, Operation
+from axle.ir.ops import COLLECTIVE, HOST_IO, names_with
 
 SCHEDULE = True  # order the top-level kernels for low peak memory
 # ops whose relative order is observable (tokens are stripped before code generation)
-EFFECTS = ("stablehlo.custom_call", "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send",
-           "stablehlo.recv", "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all",
-           "stablehlo.reduce_scatter", "stablehlo.collective_permute", "stablehlo.collective_broadcast",
-           "stablehlo.rng", "stablehlo.optimization_barrier")
+# ops whose order relative to each other is observable: host I/O and collectives (op-table
+# traits), custom calls (they may do anything), rng (its state) and optimization barriers
+EFFECTS = frozenset(names_with(HOST_IO) | names_with(COLLECTIVE)
+                    | {"stablehlo.custom_call", "stablehlo.rng", "stablehlo.optimization_barrier"})
 
 
 def effectful(op: Operation) -> bool:

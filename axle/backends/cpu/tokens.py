@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from axle.ir import attributes as A
 from axle.ir.core import Module, Operation
+from axle.ir.ops import HOST_IO, names_with
 from axle.ir.types import FunctionType, TokenType
 
-EFFECTS = ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")
+# the token-threaded effects (infeed, outfeed, send, recv): the op table's HOST_IO trait
+EFFECTS = tuple(sorted(names_with(HOST_IO)))
 
 
 def is_token(t) -> bool:
@@ -49,8 +51,7 @@ def executable_for(module: Module, entry: str):
     ft = fn.function_type
     if not any(is_token(t) for t in list(ft.inputs) + list(ft.results)):
         return CpuExecutable(module, entry)
-    from axle.passes.lower_quant import clone_module
-    module = clone_module(module)
+    module = module.clone()
     fn = module.function(entry)
     block = fn.body
     token_args = [i for i, a in enumerate(block.arguments) if is_token(a.type)]
