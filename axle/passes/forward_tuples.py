@@ -13,7 +13,7 @@ from __future__ import annotations
 from axle.ir.core import Module, Operation
 from axle.passes import register_pass
 from axle.passes.pass_manager import Pass
-from axle.passes.rewrite import Patterns, apply_patterns, use_counts, walk_blocks
+from axle.passes.rewrite import Patterns, apply_patterns, walk_blocks
 
 PATTERNS = Patterns("forward-tuples")
 
@@ -31,12 +31,11 @@ def drop_unused(module: Module, names: tuple) -> bool:
     whose only reader went is erased next); returns whether any was erased."""
     changed_any = False
     while True:
-        uses = use_counts(module)
         changed = False
         for block in walk_blocks(module):
             keep = []
             for op in block.operations:
-                if op.name in names and all(uses.get(id(r), 0) == 0 for r in op.results):
+                if op.name in names and all(r.use_empty() for r in op.results):
                     changed = True
                     continue
                 keep.append(op)

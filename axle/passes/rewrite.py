@@ -111,16 +111,6 @@ def is_pure(op: Operation) -> bool:
     return True
 
 
-def use_counts(module: Module) -> dict[int, int]:
-    """id(value) -> how many operands use it (anywhere in the module). Kept for the CPU
-    backend's prepare.py until it reads `Value.uses`; passes read the use lists."""
-    counts: dict[int, int] = {}
-    for op in module.walk():
-        for v in op.operands:
-            counts[id(v)] = counts.get(id(v), 0) + 1
-    return counts
-
-
 def replace_values(mapping: dict) -> None:
     """Replace every use of each key (a Value) by its value (chains followed)."""
     for old, new in mapping.items():

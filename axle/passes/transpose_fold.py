@@ -115,10 +115,10 @@ class TransposeFold(Pass):
         for block in list(walk_blocks(module)):
             for op in list(block.operations):
                 if op.name == "stablehlo.dot_general" and _plain(*op.operands, op.results[0]) \
-                        and uses.get(id(op.results[0]), 0):
+                        and not op.results[0].use_empty():
                     new = fold_reshapes(op, _dims(op), _numbers)  # merging reshapes (dot_views.py)
                     if new is not None:
-                        mapping[id(op.results[0])] = new
+                        mapping[op.results[0]] = new
                         changed = True
                         continue
                     for side in ("lhs", "rhs"):

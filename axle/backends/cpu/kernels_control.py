@@ -163,7 +163,7 @@ def _in_place_kernel(p: Operation, arg, uses: dict) -> bool:
         return False
     if p.operands[kd.in_place] is not arg or sum(1 for v in p.operands if v is arg) != 1:
         return False
-    users = uses.get(id(arg), [])
+    users = uses.get(arg, [])
     return len(users) == 1 and users[0] is p
 
 
