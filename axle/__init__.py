@@ -4,7 +4,7 @@
     m = axle.parse_module(text)          # axle.ir.Module
     out = axle.interpret(m, x, y)        # reference semantics, numpy in and out
 """
-__version__ = "0.1.0"
+from axle.version import __version__
 
 __all__ = ["compile", "interpret", "parse_module", "register_custom_call", "load_exported", "__version__",
            "client", "devices", "device_put", "save", "load", "metrics", "reset_metrics", "available_backends",
@@ -64,10 +64,5 @@ def compile(module, backend: str = "cpu", entry: str = "main", **options):
     `exe.execute(list)`: a list). Options are CompileOptions' fields (passes, dump_to,
     profile, donate_argnums / donate, device_assignment); others go to the backend.
     `axle.client(backend).compile(...)` gives the runtime's Executable (Buffers in and out)."""
-    from axle.runtime.client import compile_backend
-    from axle.runtime.options import CompileOptions
-    exe, _, _ = compile_backend(module, CompileOptions.from_kwargs(backend=backend, entry=entry, **options))
-    if not callable(exe):  # a plugin's executable with only execute()
-        from axle.runtime.executable import CallableExecutable
-        exe = CallableExecutable(exe)
-    return exe
+    from axle.runtime.client import compile_callable
+    return compile_callable(module, backend, entry, **options)

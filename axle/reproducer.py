@@ -158,10 +158,12 @@ def _before_failing_pass(snapshot: str, pipeline: str, failed: Optional[str], ve
 
 @contextmanager
 def guard_codegen(module, entry: str = "main", options: Optional[dict] = None, passes_done=lambda: True,
-                  pipeline: str = "cpu"):
+                  pipeline: str = "cpu", codegen_options=()):
     """Code generation inside this block: an internal error becomes an InternalCompilerError
     naming a reproducer of the module as it is then (after the passes, when `passes_done()`).
-    `module` may be a function returning it (the copy a backend compiles)."""
+    `module` may be a function returning it (the copy a backend compiles). `codegen_options`:
+    the names of the options the backend's code generation (compile_function) takes, which
+    repro.py passes on to it (the backend says which: this layer does not import it)."""
     try:
         yield
     except Exception as e:
@@ -175,6 +177,7 @@ def guard_codegen(module, entry: str = "main", options: Optional[dict] = None, p
         done = bool(passes_done())
         directory = write_reproducer(text, {"kind": "codegen", "pipeline": None if done else pipeline,
                                             "pass": None, "entry": entry, "options": _jsonable(options or {}),
+                                            "codegen_options": sorted(codegen_options),
                                             "verify_each": False}, e)
         raise InternalCompilerError(_message("internal compiler error in code generation", e, directory,
                                              "the module after all passes" if done
@@ -246,9 +249,7 @@ def _repro_script(info: dict) -> str:
         if pipeline:  # the failure came before the passes had run: run them too
             what = f"runs the {pipeline} pipeline, generates code and compiles it with LLVM"
             steps = f"PassManager(make_pipeline({pipeline!r})).run(module)\n    "
-        import inspect
-        from axle.backends.cpu.compiler import compile_function
-        accepted = inspect.signature(compile_function).parameters
+        accepted = set(info.get("codegen_options", ()))
         opts = "".join(f", {k}={v!r}" for k, v in info.get("options", {}).items()
                        if k in accepted and k not in ("module", "entry"))
         steps += (f"program = compile_function(module, {entry!r}{opts})  # axle's code generation\n"

@@ -22,7 +22,7 @@ from typing import Optional
 
 import numpy as np
 
-from axle.interpreter.evaluator import ArgumentError
+from axle.errors import ArgumentError
 from axle.interpreter.registry import InterpreterError
 
 IDENTITY_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")

@@ -4,6 +4,12 @@ from axle.ir.core import Block, BlockArgument, Module, Operation, OpResult, Regi
 from axle.ir.ops import OPS, OpDef
 from axle.ir.text import ParseError, parse_module, print_module, split_cases
 from axle.ir.types import *  # noqa: F401,F403
+from axle.ir import clone as _clone, core as _core, equality as _equality
+from axle.ir.text import printer as _printer
+
+# str(), clone() and == of ops and modules (core.py cannot import these: they import it)
+_core.install_services(_printer.print_op, _printer.print_module, _clone.clone_op, _clone.clone_module,
+                       _equality.modules_equal)
 
 
 def parse_bytecode(data: bytes, name: str = "<bytecode>") -> Module:

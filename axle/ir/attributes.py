@@ -6,12 +6,12 @@ the interpreter and passes read (see axle/interpreter/registry.py for the mappin
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 
+from axle.ir.float_text import format_float  # noqa: F401  (axle.ir.attributes.format_float)
 from axle.ir.types import ElementType, QuantizedType, TensorType, Type
 
 
@@ -355,18 +355,6 @@ class Location:
 
 
 # ---------------------------------------------------------------- text helpers
-
-
-def format_float(x: float) -> str:
-    """Shortest text that reads back to the same double; inf/nan as MLIR spells them."""
-    if math.isnan(x):
-        return "0x7FF8000000000000"
-    if math.isinf(x):
-        return "0x7FF0000000000000" if x > 0 else "0xFFF0000000000000"
-    r = repr(float(x))
-    if "e" not in r and "." not in r:
-        r += ".0"
-    return r
 
 
 _BARE_ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")

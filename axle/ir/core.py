@@ -23,6 +23,18 @@ from axle.ir.types import FunctionType, Type
 from axle.ir.uses import Use, new_operand_list, new_operation_list, unlink_ops
 
 
+# What str(), clone() and == of ops and modules call: the text printer (text/printer.py), the
+# deep copy (clone.py) and structural equality (equality.py). Those modules import this one,
+# so this one does not import them: axle/ir/__init__.py (run before any axle.ir module is
+# used) installs them with `install_services`.
+_SERVICES: dict = {}
+
+
+def install_services(print_op, print_module, clone_op, clone_module, modules_equal) -> None:
+    _SERVICES.update(print_op=print_op, print_module=print_module, clone_op=clone_op,
+                     clone_module=clone_module, modules_equal=modules_equal)
+
+
 class SourceText:
     """The text a module was parsed from, to turn offsets into file:line:col lazily."""
 
@@ -245,12 +257,10 @@ class Operation:
         """A deep copy (nested regions included) keeping attributes, locations and source
         positions. `mapping` (Value -> Value) renames operands and is extended with this op's
         (and nested ops') results and block arguments."""
-        from axle.ir.clone import clone_op
-        return clone_op(self, {} if mapping is None else mapping)
+        return _SERVICES["clone_op"](self, {} if mapping is None else mapping)
 
     def __str__(self) -> str:
-        from axle.ir.text.printer import print_op
-        return print_op(self)
+        return _SERVICES["print_op"](self)
 
     # -- function view (func.func)
     @property
@@ -372,18 +382,15 @@ class Module:
             yield from op.walk()
 
     def __str__(self) -> str:
-        from axle.ir.text.printer import print_module
-        return print_module(self)
+        return _SERVICES["print_module"](self)
 
     def clone(self) -> "Module":
         """A deep copy sharing no Operation, Block or Value with this module; attributes
         (immutable) are shared, locations and source positions kept."""
-        from axle.ir.clone import clone_module
-        return clone_module(self)
+        return _SERVICES["clone_module"](self)
 
     def __eq__(self, other) -> bool:
-        from axle.ir.equality import modules_equal
-        return isinstance(other, Module) and modules_equal(self, other)
+        return isinstance(other, Module) and _SERVICES["modules_equal"](self, other)
 
     __hash__ = None  # mutable
 

@@ -24,7 +24,7 @@ what was expected and found.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 from axle.ir.attributes import ArrayAttr, StringAttr, SymbolRefAttr, TypeAttr
 from axle.ir.core import Module, Operation, Region
@@ -33,31 +33,10 @@ from axle.ir.shape_inference import (InferenceError, Inferred, ResultTypeRequire
                                      infer_results, ints_of, is_compatible, kind_matches,
                                      shapes_compatible, supports)
 from axle.ir.types import FunctionType, QuantizedType, TensorType, TokenType, TupleType, Type
+from axle.ir.verify_base import CHECKS, VerificationError, _check, _fail, _need
+from axle.ir.verify_sdy import check_sharding_attrs  # (and registers the sdy checks)
 
 __all__ = ["VerificationError", "verify", "verify_op", "CHECKS"]
-
-
-class VerificationError(Exception):
-    """A broken rule. `op` is the offending Operation (None for module-level problems),
-    `constraint` the spec's id ("C3", "I1") or None, `detail` the message without the
-    op's name and location."""
-
-    def __init__(self, op: Optional[Operation], detail: str, constraint: Optional[str] = None):
-        self.op = op
-        self.constraint = constraint
-        self.detail = detail
-        where = op.where() if op is not None else "module"
-        c = f"({constraint}) " if constraint else ""
-        super().__init__(f"{where}: {c}{detail}")
-
-
-def _fail(op: Operation, detail: str, constraint: Optional[str] = None):
-    raise VerificationError(op, detail, constraint)
-
-
-def _need(cond: bool, op: Operation, constraint: Optional[str], detail: str) -> None:
-    if not cond:
-        raise VerificationError(op, detail, constraint)
 
 
 def _shape_text(shape) -> str:
@@ -184,7 +163,6 @@ class _Verifier:
                 _compare_results(op, inferred)
         check = CHECKS.get(op.name)
         if "sdy.sharding" in op.attributes or (op.name == "func.func" and self.module is not None):
-            from axle.ir.verify_sdy import check_sharding_attrs
             check_sharding_attrs(self, op)
         if check is not None:
             try:
@@ -257,17 +235,6 @@ def _compare_results(op: Operation, inferred: list[Inferred]) -> None:
 
 
 # ======================================================================= per-op checks
-
-CHECKS: dict[str, Callable[[_Verifier, Operation], None]] = {}
-
-
-def _check(*names):
-    def deco(fn):
-        for n in names:
-            CHECKS[n if "." in n else "stablehlo." + n] = fn
-        return fn
-    return deco
-
 
 def _tensor(op: Operation, t: Type, what: str) -> TensorType:
     if not isinstance(t, TensorType):
@@ -735,6 +702,3 @@ def _check_const(v, op):
 def _check_pair(v, op):
     a, b = op.operand_types
     _need(is_compatible(a, b), op, None, f"compares values of different types {a} and {b}")
-
-
-from axle.ir import verify_sdy as _verify_sdy  # noqa: E402,F401  (registers the sdy checks)

@@ -1,5 +1,5 @@
 """Verifier rules of the Shardy (`sdy`) ops and sharding attributes (registered into
-verifier.CHECKS; the attributes are in sdy.py).
+verify_base.CHECKS; the attributes are in sdy.py).
 
 * a sharding names an `sdy.mesh` of the module (or carries its mesh inline), has one
   dimension sharding per dimension of its value, and uses each mesh axis once, by a name
@@ -19,7 +19,7 @@ from axle.ir import sdy as S
 from axle.ir.attributes import ArrayAttr, DictAttr
 from axle.ir.core import Operation
 from axle.ir.types import FunctionType, TensorType
-from axle.ir.verifier import _check, _fail, _need
+from axle.ir.verify_base import _check, _fail, _need
 
 
 def _mesh(v, op: Operation, sh: S.ShardingAttr) -> S.MeshAttr:

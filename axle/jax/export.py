@@ -20,8 +20,8 @@ class LoadedExport:
     """A deserialized jax.export.Exported compiled by axle; call it with the exported pytrees."""
 
     def __init__(self, exported, backend: str = "cpu", **options):
-        import axle
         from axle.ir.text.bytecode import parse_bytecode
+        from axle.runtime.client import compile_callable
         self.exported = exported
         name = f"<jax.export {exported.fun_name}>"
         if "cpu" not in exported.platforms:
@@ -39,7 +39,7 @@ class LoadedExport:
         if len(self._dtypes) != len(self.kept):
             raise NotImplementedError(f"{name}: @main takes {len(self._dtypes)} arguments for "
                                       f"{len(self.kept)} kept inputs (dimension variables or tokens)")
-        self.executable = axle.compile(self.module, backend=backend, **options)
+        self.executable = compile_callable(self.module, backend=backend, **options)
 
     @property
     def in_tree(self):

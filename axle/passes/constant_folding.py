@@ -17,7 +17,7 @@ from axle.ir import attributes as A
 from axle.ir.core import Module, Operation
 from axle.ir.ops import NO_FOLD, has_trait
 from axle.ir.types import TensorType
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns, is_pure
 

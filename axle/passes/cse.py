@@ -13,7 +13,7 @@ from collections import Counter
 
 from axle.ir.core import Block, Module
 from axle.ir.ops import COMMUTATIVE, lookup
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import is_pure
 

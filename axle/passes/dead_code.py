@@ -8,7 +8,7 @@ Leaves alone: terminators, side-effecting ops, function signatures and block arg
 from __future__ import annotations
 
 from axle.ir.core import Module
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import is_pure, walk_blocks
 

@@ -19,7 +19,7 @@ import numpy as np
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, i64
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder, Patterns, apply_patterns
 

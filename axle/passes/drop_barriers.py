@@ -8,7 +8,7 @@ pass no `optimization_barrier` remains.
 from __future__ import annotations
 
 from axle.ir.core import Module, Operation
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns
 

@@ -11,7 +11,7 @@ The CPU backend's pipeline runs it so that tuples need no buffers.
 from __future__ import annotations
 
 from axle.ir.core import Module, Operation
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns, walk_blocks
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from axle.ir import attributes as A
 from axle.ir.clone import clone_ops, clone_region  # noqa: F401  (also imported from here)
 from axle.ir.core import Module
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 
 

@@ -23,7 +23,7 @@ from axle.ir import attributes as A
 from axle.ir.clone import clone_region
 from axle.ir.core import Block, Module, Operation, Region
 from axle.ir.types import TensorType, i64
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Patterns, apply_patterns
 

@@ -66,7 +66,7 @@ from axle.ir import attributes as A
 from axle.ir.core import Block, Module, Operation, Region, Value
 from axle.ir.types import (ELEMENT_TYPES, FunctionType, QuantizedType, TensorType, TupleType,
                            Type, i64)
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder
 

@@ -1,7 +1,8 @@
 """Pipelines: plain lists of passes, one comment per ordering constraint."""
 from __future__ import annotations
 
-from axle.passes import PASSES, FixedPoint
+from axle.passes.pass_manager import FixedPoint
+from axle.passes.registry import PASSES
 
 
 def _have(*names):

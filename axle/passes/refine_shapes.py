@@ -17,7 +17,7 @@ import numpy as np
 from axle.ir import attributes as A
 from axle.ir.core import Module, Operation
 from axle.ir.types import FunctionType, TensorType, i32, i64
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder, Patterns, apply_patterns
 
@@ -215,7 +215,7 @@ class RefineShapes(Pass):
     name = "refine-shapes"
 
     def run(self, module: Module) -> bool:
-        from axle.passes import PASSES
+        from axle.passes.registry import PASSES
         changed_any = False
         for _ in range(20):
             changed = apply_patterns(module, PATTERNS)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from axle.ir.core import Module
 from axle.ir.shape_inference import InferenceError
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.refine_shapes import PATTERNS as _REFINE, refine_types
 from axle.passes.rewrite import Patterns, apply_patterns

@@ -20,7 +20,7 @@ from __future__ import annotations
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType
-from axle.passes import register_pass
+from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder, replace_values, walk_blocks
 
@@ -104,7 +104,7 @@ class TransposeFold(Pass):
             if not step:
                 break
         if changed:
-            from axle.passes import PASSES
+            from axle.passes.registry import PASSES
             PASSES["dce"]().run(module)
         return changed
 

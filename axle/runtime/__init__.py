@@ -2,8 +2,8 @@
 registry, compile options, ahead-of-time artifacts and native (XLA FFI) custom calls.
 docs/runtime.md is the guide."""
 from axle.runtime.aot import ArtifactError, load, save
-from axle.runtime.buffer import Buffer, BufferDeletedError, device_put
-from axle.runtime.client import Client, client, compile_backend, devices
+from axle.runtime.buffer import Buffer, BufferDeletedError
+from axle.runtime.client import Client, client, compile_backend, device_put, devices
 from axle.runtime.devices import Device, set_cpu_device_count
 from axle.runtime.donation import DonationError
 from axle.runtime.executable import Executable

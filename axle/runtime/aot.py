@@ -78,7 +78,7 @@ def unpack(data: bytes, path: str = "<bytes>") -> tuple[dict, bytes]:
 
 def save(executable, path: str) -> None:
     """Write a compiled executable (from axle.compile or client.compile) to `path`."""
-    import axle
+    from axle.version import __version__
     from axle.runtime.registry import get_backend
     exe = getattr(executable, "backend_executable", executable)
     backend_name = "cpu" if type(exe).__name__ in ("CpuExecutable", "LoadedCpuExecutable") else \
@@ -91,7 +91,7 @@ def save(executable, path: str) -> None:
     except ValueError as e:  # the backend's own ArtifactError
         raise ArtifactError(f"cannot save to {path}: {e}") from e
     donated = sorted(getattr(executable, "donated", None) or set(getattr(exe, "aliases", {}).values()))
-    header = {"format": FORMAT_VERSION, "axle": axle.__version__, "backend": backend.name,
+    header = {"format": FORMAT_VERSION, "axle": __version__, "backend": backend.name,
               "entry": bheader.get("entry", "main"), "donated": donated, "backend_header": bheader}
     data = pack(header, payload)
     d = os.path.dirname(os.path.abspath(path))

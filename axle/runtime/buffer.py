@@ -138,14 +138,3 @@ class Buffer:
         state = " deleted" if self._deleted is not None else ("" if self.is_ready() else " pending")
         return f"Buffer({_fmt(self._shape, self._dtype)}, {self._device}{state})"
 
-
-def device_put(array, device=None) -> Buffer:
-    """Put an array on a device (default: the first device of the default backend).
-    On the CPU the Buffer keeps a C-contiguous copy of the array (it owns its memory, so it
-    can be donated; `np.asarray(buffer)` then reads it without a copy)."""
-    if isinstance(array, Buffer):
-        array = array.to_numpy()
-    if device is None:
-        from axle.runtime.client import client
-        device = client().devices()[0]
-    return Buffer(np.array(array, order="C", copy=True), device)

@@ -13,7 +13,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
+import numpy as np
+
 from axle import counters as _metrics
+from axle.runtime.buffer import Buffer
 from axle.runtime.devices import Device
 from axle.runtime.options import CompileOptions
 from axle.runtime.registry import get_backend
@@ -74,7 +77,6 @@ class Client:
         return Executable(exe, self, self.devices()[0], info["entry"], info["donated"], info["result_specs"])
 
     def buffer_from_pyval(self, array, device: Optional[Device] = None):
-        from axle.runtime.buffer import device_put
         return device_put(array, device or self.devices()[0])
 
     def _submit(self, device: Device, fn):
@@ -140,3 +142,25 @@ def compile_backend(module, options: CompileOptions, backend=None):
     _log.info("compile @%s on %s: %.3f s%s%s", options.entry, name, dt, f" ({how})" if how else "",
               f"; aliases {got} of requested {aliases}" if aliases else "")
     return exe, fn, donated
+
+
+def device_put(array, device=None) -> Buffer:
+    """Put an array on a device (default: the first device of the default backend).
+    On the CPU the Buffer keeps a C-contiguous copy of the array (it owns its memory, so it
+    can be donated; `np.asarray(buffer)` then reads it without a copy)."""
+    if isinstance(array, Buffer):
+        array = array.to_numpy()
+    if device is None:
+        device = client().devices()[0]
+    return Buffer(np.array(array, order="C", copy=True), device)
+
+
+def compile_callable(module, backend: str = "cpu", entry: str = "main", **options):
+    """`axle.compile`: the backend's executable, callable with numpy arrays (a plugin's
+    executable with only execute() gets wrapped)."""
+    from axle.runtime.options import CompileOptions
+    exe, _, _ = compile_backend(module, CompileOptions.from_kwargs(backend=backend, entry=entry, **options))
+    if not callable(exe):  # a plugin's executable with only execute()
+        from axle.runtime.executable import CallableExecutable
+        exe = CallableExecutable(exe)
+    return exe

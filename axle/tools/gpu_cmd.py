@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
+from axle.tools.cmd_io import read_module, report, write_output
+
 
 def emit_main(a) -> int:
     from axle.backends.gpu import emit_llvm
     from axle.backends.gpu.nvptx import ir_to_ptx, ptx_version
-    from axle.tools.compile_cmd import read_module
     emit = a.emit or "summary"
     if emit not in ("summary", "llvm", "ptx"):
         print(f"axle compile: --backend gpu emits summary, llvm or ptx, not {emit}", file=sys.stderr)
@@ -30,10 +31,8 @@ def emit_main(a) -> int:
                     rows.append(f"  {k.name:<28} {k.kind:<12} {launch:<16} {k.where}")
                 out = "\n".join(rows) + "\n"
     except Exception as e:
-        from axle.tools.compile_cmd import report
         code = report(e, "axle compile")
         if code is None:
             raise
         return code
-    from axle.tools.compile_cmd import write_output
     return write_output(a.output, out, f"{emit}, {len(out)} bytes; {len(prog.kernels)} kernels")

@@ -2,16 +2,18 @@
 
 Layers, lowest first (a module may import its own layer and the ones below, never above):
 
-    0 base       axle.errors, axle.flags, axle.counters, axle.forks, axle.limits,
-                 axle.profiler (tracing hooks every layer reports into)
+    0 base       axle.errors, axle.flags, axle.counters, axle.forks, axle.limits, axle.lru,
+                 axle.version
     1 ir         axle.ir (types, ops, the IR, text formats, verifier, shape inference)
-    2 interpreter axle.interpreter (the oracle; constant folding runs it)
-    3 passes     axle.passes, axle.reproducer (the pipeline and its crash reports)
-    4 codegen    axle.codegen (target-independent code generation)
-    5 backends   axle.backends (one folder per backend, none imports another's; the files
+    2 profiler   axle.profiler (the traces every higher layer reports into; it installs
+                 the IR's parse hook, so it sits just above the IR)
+    3 interpreter axle.interpreter (the oracle; constant folding runs it)
+    4 passes     axle.passes, axle.reproducer (the pipeline and its crash reports)
+    5 codegen    axle.codegen (target-independent code generation)
+    6 backends   axle.backends (one folder per backend, none imports another's; the files
                  directly in axle/backends are what backends share: the FFI registry)
-    6 runtime    axle.runtime, axle.sharding
-    7 top        axle (the package's API), axle.__main__, axle.jax, axle.torch, axle.tf,
+    7 runtime    axle.runtime, axle.sharding
+    8 top        axle (the package's API), axle.__main__, axle.jax, axle.torch, axle.tf,
                  axle.tools, axle.examples
 
 Every import counts, the ones inside functions too (a lazy import is still a dependency,
@@ -28,8 +30,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 LAYERS = [
-    ("base", ("axle.errors", "axle.flags", "axle.counters", "axle.forks", "axle.limits", "axle.profiler")),
+    ("base", ("axle.errors", "axle.flags", "axle.counters", "axle.forks", "axle.limits", "axle.lru",
+              "axle.version")),
     ("ir", ("axle.ir",)),
+    ("profiler", ("axle.profiler",)),
     ("interpreter", ("axle.interpreter",)),
     ("passes", ("axle.passes", "axle.reproducer")),
     ("codegen", ("axle.codegen",)),

@@ -183,7 +183,7 @@ def test_the_one_thread_fallback_sorts_like_the_cpu():
 
 
 def _sweep(every):
-    from axle.backends.gpu.ptx_check import run
+    from axle.tools.ptx_check import run
     results = run([ROOT], jobs=2, every=every, simulate=True)
     failed = [f"{r['name']}: {r['message']}" for r in results if r["status"] == "failed"]
     wrong = [f"{r['name']}: {r['sim']}" for r in results if r["status"] == "accepted" and r["sim"] != "passed"]

@@ -32,11 +32,19 @@ def compile(module, entry: str = "main", passes: bool = True, **options):
             run_pipeline(m, "cpu", entry=entry, options=options, dump_to=dump_to)
             ran[0] = True
     with compile_budget(f"compiling @{entry} for the cpu"), \
-            guard_codegen(lambda: compiled[0], entry, options, passes_done=lambda: ran[0]):  # ... and in codegen
+            guard_codegen(lambda: compiled[0], entry, options, passes_done=lambda: ran[0],
+                          codegen_options=codegen_options()):  # ... and in codegen
         if options.get("profile"):  # native per-kernel timing (profiling.py)
             from axle.backends.cpu.profiling import ProfiledExecutable
             return ProfiledExecutable(module, entry, pipeline, dump_to=dump_to, **options)
         return CpuExecutable(module, entry, pipeline, dump_to=dump_to, **options)
+
+
+def codegen_options() -> tuple:
+    """The options compile_function takes (a crash reproducer passes them on to it)."""
+    import inspect
+    from axle.backends.cpu.compiler import compile_function
+    return tuple(inspect.signature(compile_function).parameters)
 
 
 __all__ = ["compile", "Unsupported"]

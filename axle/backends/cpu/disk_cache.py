@@ -90,13 +90,13 @@ def environment() -> dict:
     import llvmlite
     import llvmlite.binding as llvm
 
-    import axle
+    from axle.version import __version__
     from axle.backends.cpu.llvm_env import host_cpu
     from axle.backends.cpu import parallel
     name, features = host_cpu()
     # max_threads: split kernels size per-thread scratch by it (parallel.split_ranges)
     from axle.backends.cpu.kernels_dot_lowp import _enabled as lowp_dot
-    return {"parallel": parallel.enabled(), "lowp_dot": lowp_dot(), "max_threads": parallel.max_threads(), "source": compiler_source_hash(), "format": FORMAT_VERSION, "axle": axle.__version__, "llvmlite": llvmlite.__version__,
+    return {"parallel": parallel.enabled(), "lowp_dot": lowp_dot(), "max_threads": parallel.max_threads(), "source": compiler_source_hash(), "format": FORMAT_VERSION, "axle": __version__, "llvmlite": llvmlite.__version__,
             "llvm": ".".join(map(str, llvm.llvm_version_info)), "cpu": name, "features": features}
 
 
@@ -104,8 +104,8 @@ def environment() -> dict:
 def compiler_source_hash() -> str:
     """sha256 of axle's own source: a changed compiler (a development checkout, an edited
     install) never loads code an older one made, even at the same version number."""
-    import axle
-    root = os.path.dirname(os.path.abspath(axle.__file__))
+    from axle import version
+    root = os.path.dirname(os.path.abspath(version.__file__))
     h = hashlib.sha256()
     for dirpath, dirnames, files in sorted(os.walk(root)):
         dirnames.sort()

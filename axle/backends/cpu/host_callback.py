@@ -28,9 +28,11 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Optional
 
+import numpy as np
 from llvmlite import ir
 
 from axle import forks
+from axle.codegen.emitter import _ty
 
 I8P = ir.IntType(8).as_pointer()
 I64 = ir.IntType(64)
@@ -143,3 +145,19 @@ def pointer_table(ctx, ptrs, cast: bool = True, size: Optional[int] = None) -> i
         else:
             b.store(p, b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))
     return table
+
+
+def materialize(ctx, v):
+    """The address of `v` for a pointer table: operands that are constants or fused values
+    have no buffer, so they are written to a scratch buffer first."""
+    dst = ctx.temp(_ty(v))
+    ctx.copy(v, dst)
+    return dst
+
+
+def view(ptr: int, t) -> np.ndarray:
+    """The buffer at address `ptr` (a callback's pointer table entry) as an array of type `t`."""
+    n = int(np.prod(t.shape, dtype=np.int64))
+    dt = np.dtype(t.dtype)
+    buf = (ctypes.c_char * max(n * dt.itemsize, 1)).from_address(ptr)
+    return np.frombuffer(buf, dtype=dt, count=n).reshape(t.shape)

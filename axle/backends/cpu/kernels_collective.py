@@ -13,11 +13,8 @@ callback is kept and re-raised by `check_errors()` after the native call returns
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
-from axle.codegen.emitter import _ty
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
@@ -32,14 +29,8 @@ HOST_OPS = COLLECTIVES + ("interpreter.probe", "check.expect_serialized_eq")
 
 # the host-callback mechanism (host_callback.py); these names stay importable from here
 from axle.backends.cpu.host_callback import (HostCallback, _local, check_errors, device_context,  # noqa: E402,F401
-                                             pointer_table, record_error, start_call)
-
-
-def _view(ptr: int, t) -> np.ndarray:
-    n = int(np.prod(t.shape, dtype=np.int64))
-    dt = np.dtype(t.dtype)
-    buf = (ctypes.c_char * max(n * dt.itemsize, 1)).from_address(ptr)
-    return np.frombuffer(buf, dtype=dt, count=n).reshape(t.shape)
+                                             materialize as _materialize, pointer_table, record_error,
+                                             start_call, view as _view)
 
 
 def _host(op: Operation, table) -> None:
@@ -82,13 +73,6 @@ def emit_collective(ctx: Context, op: Operation) -> None:
     ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
     CALLBACK.emit_call(ctx.b, key, pointer_table(ctx, ptrs, cast=False))
-
-
-def _materialize(ctx: Context, v):
-    """Operands that are constants or fused values: write them to a scratch buffer."""
-    dst = ctx.temp(_ty(v))
-    ctx.copy(v, dst)
-    return dst
 
 
 def _check_custom_call(op: Operation) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
+from axle.backends.cpu.host_callback import materialize
 from axle.codegen.scalar import I8, I64
 
 NATIVE_OPS = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
@@ -175,8 +176,7 @@ def emit_native(ctx, op) -> bool:
             bc = int(np.prod(piece[cd:], dtype=np.int64)) * es
             total = int(np.prod(piece, dtype=np.int64)) * es
             args = [_c(bs), _c(bc), _c(total), _c(min(bs, bc))] + group
-    from axle.backends.cpu.kernels_collective import _materialize
-    src = ctx.buffer(x) if ctx.has_buffer(x) else _materialize(ctx, x)
+    src = ctx.buffer(x) if ctx.has_buffer(x) else materialize(ctx, x)
     args += [ctx.b.bitcast(src, P8), ctx.b.bitcast(ctx.buffer(r), P8)]
     _call(ctx, f"axle_coll_{op.name.split('.')[1]}", args)
     return True

@@ -157,7 +157,7 @@ def _in_place_kernel(p: Operation, arg, uses: dict) -> bool:
     scatter) and that operand is block argument `arg`, read by nothing else in the body:
     then P writes only its update into the carried buffer (a scan's stacked outputs, a KV
     cache), not a copy of the whole buffer into scratch and back every iteration."""
-    from axle.backends.cpu.compiler import KERNELS
+    from axle.backends.cpu.registry import KERNELS
     kd = KERNELS.get(p.name)
     if kd is None or kd.in_place is None or len(p.results) != 1:
         return False

@@ -18,7 +18,7 @@ from axle.codegen import elemental  # noqa: F401  (map and broadcast fuse: regis
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
-from axle.backends.cpu.host_callback import HostCallback, pointer_table
+from axle.backends.cpu.host_callback import HostCallback, materialize, pointer_table, view
 from axle.ir.core import Operation
 
 
@@ -36,7 +36,7 @@ def _effect_host(effect: tuple, table) -> None:
         if is_token(t):
             operands.append(TOKEN)
         else:
-            operands.append(_kc._view(table[k], t).copy())
+            operands.append(view(table[k], t).copy())
             k += 1
     call = OpCall(name=name, operands=operands, operand_types=list(in_types), result_types=list(out_types),
                   attrs={n: a.to_python() for n, a in attrs.items()}, regions=[],
@@ -49,8 +49,8 @@ def _effect_host(effect: tuple, table) -> None:
         raise RuntimeError(f"{where} produced {len(outs)} values for {len(out_types)} results")
     for t, v in zip(out_types, outs):
         if not is_token(t):
-            view = _kc._view(table[k], t)
-            np.copyto(view, np.asarray(v).astype(view.dtype, copy=False))
+            out = view(table[k], t)
+            np.copyto(out, np.asarray(v).astype(out.dtype, copy=False))
             k += 1
 
 
@@ -71,6 +71,6 @@ def host_effect(ctx: Context, op: Operation) -> None:
     ctx.host_callbacks = True
     ctx.host_ops.append(name)
     key = _EFFECT_CALLBACK.register((name, in_types, out_types, attrs, op.where()))
-    ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _kc._materialize(ctx, v) for v in op.operands]
+    ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
     _EFFECT_CALLBACK.emit_call(b, key, pointer_table(ctx, ptrs))

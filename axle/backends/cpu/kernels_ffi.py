@@ -20,7 +20,7 @@ from axle.backends import ffi
 from axle.codegen.scalar import I8, I64
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
-from axle.backends.cpu.host_callback import HostCallback, set_error
+from axle.backends.cpu.host_callback import HostCallback, materialize, set_error
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType
@@ -136,7 +136,6 @@ def _const_ptr(addr: int):
 
 
 def emit_ffi_call(ctx: Context, op: Operation, handler: int) -> None:
-    from axle.backends.cpu.kernels_collective import _materialize
     b = ctx.b
     ctx.cacheable = False  # the handler's and the tables' addresses live in this process only
     ctx.host_callbacks = True
@@ -145,7 +144,7 @@ def emit_ffi_call(ctx: Context, op: Operation, handler: int) -> None:
     attrs = encode_attrs(_attributes(op), op.where())
     values = list(op.operands) + list(op.results)
     n_in, n_out = len(op.operands), len(op.results)
-    ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _materialize(ctx, v) for v in op.operands]
+    ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else materialize(ctx, v) for v in op.operands]
     ptrs += [ctx.buffer(r) for r in op.results]
     bufs = ctx.em.alloca(ir.ArrayType(BUFFER, max(len(values), 1)))
     zero = ir.Constant(I32, 0)

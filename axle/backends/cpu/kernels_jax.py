@@ -13,17 +13,16 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from axle.backends.cpu import kernels_collective as _kc
 from axle.codegen.emitter import _ty
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
-from axle.backends.cpu.host_callback import HostCallback, pointer_table, set_error
+from axle.backends.cpu.host_callback import HostCallback, materialize, pointer_table, set_error, view
 from axle.interpreter.jax_targets import ShapeAssertionError, check_shape_assertion
 from axle.ir.core import Operation
 
 def _failed(op: Operation, table) -> None:
     try:
-        values = [_kc._view(table[i], v.type).copy() for i, v in enumerate(op.operands)]
+        values = [view(table[i], v.type).copy() for i, v in enumerate(op.operands)]
         try:
             check_shape_assertion(op, values)
             err = ShapeAssertionError(f"{op.where()}: shape assertion failed")
@@ -70,7 +69,7 @@ def emit_shape_assertion(ctx: Context, op: Operation) -> None:
     if ok.type != ir.IntType(1):
         ok = b.icmp_unsigned("!=", ok, ir.Constant(ok.type, 0))
     with b.if_then(b.not_(ok), likely=False):
-        ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else _kc._materialize(ctx, v) for v in op.operands]
+        ptrs = [ctx.buffer(v) if ctx.has_buffer(v) else materialize(ctx, v) for v in op.operands]
         _CALLBACK.emit_call(b, key, pointer_table(ctx, ptrs, cast=False))
 
 

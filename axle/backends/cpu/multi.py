@@ -15,7 +15,7 @@ import threading
 import time
 
 from axle import forks
-from axle.backends.cpu.tokens import executable_for
+from axle.backends.cpu.token_executable import executable_for
 from axle.backends.cpu.kernels_collective import device_context
 from axle.ir.core import Module
 

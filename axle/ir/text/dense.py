@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from axle.ir.attributes import format_float
+from axle.ir.float_text import format_float
 from axle.ir.types import ElementType, QuantizedType, TensorType
 
 HEX_THRESHOLD = 16  # tensors with more elements are printed as hex strings, like MLIR

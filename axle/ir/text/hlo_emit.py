@@ -9,7 +9,18 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from axle.ir.text.hlo import Computation, HloReader, Instr, Shape
+from axle.ir.text.hlo_reader import Computation, HloReader, Instr, Shape
+
+RULES: dict = {}  # HLO opcode -> rule(emitter, instruction, operand values) (hlo_ops*.py)
+
+
+def rule(*opcodes):
+    def register(fn):
+        for name in opcodes:
+            RULES[name] = fn
+        return fn
+    return register
+
 
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 
@@ -177,7 +188,6 @@ class Emitter:
 
     def inline(self, comp: Computation, args: list):
         """Emit comp's instructions here with its parameters bound to `args`; its root value."""
-        from axle.ir.text.hlo_ops import RULES
         if comp.name in self.active:
             raise self.error(f"computation '{comp.name}' calls itself")
         self.active.append(comp.name)

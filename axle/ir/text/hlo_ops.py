@@ -11,9 +11,8 @@ import re
 
 import numpy as np
 
-from axle.ir.text.hlo_emit import Emitter, array_attr, leaves
+from axle.ir.text.hlo_emit import RULES, Emitter, array_attr, leaves, rule
 
-RULES: dict = {}
 
 UNARY = {"abs": "abs", "negate": "negate", "exponential": "exponential",
          "exponential-minus-one": "exponential_minus_one", "log": "log", "log-plus-one": "log_plus_one",
@@ -29,14 +28,6 @@ BINARY = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide"
           "and": "and", "or": "or", "xor": "xor", "shift-left": "shift_left",
           "shift-right-arithmetic": "shift_right_arithmetic", "shift-right-logical": "shift_right_logical",
           "atan2": "atan2", "complex": "complex"}
-
-
-def rule(*opcodes):
-    def register(fn):
-        for name in opcodes:
-            RULES[name] = fn
-        return fn
-    return register
 
 
 def _result(ins):
@@ -230,6 +221,3 @@ def _reduce_precision(e, ins, ops):
     return e.one("stablehlo.reduce_precision", ops, _result(ins),
                  {"exponent_bits": f"{int(e.attr('exponent_bits', required=True))} : i32",
                   "mantissa_bits": f"{int(e.attr('mantissa_bits', required=True))} : i32"})
-
-
-from axle.ir.text import hlo_ops_region  # noqa: E402,F401  (registers its rules)

@@ -248,9 +248,8 @@ _OWN = {"sdy.mesh": ("sym_name", "mesh"), "sdy.sharding_constraint": ("sharding"
 
 
 def _rest(op: Operation) -> str:
-    from axle.ir.text.printer import _dict
     rest = {k: v for k, v in op.attributes.items() if k not in _OWN[op.name]}
-    return " " + _dict(rest) if rest else ""
+    return " {" + ", ".join(A.format_named(k, v) for k, v in rest.items()) + "}" if rest else ""
 
 
 def printable(op: Operation) -> bool:

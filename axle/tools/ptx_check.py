@@ -8,7 +8,7 @@ by ptxas for sm_90. A case is `accepted` when ptxas accepts the PTX of every ent
 cases run in worker processes, so an LLVM fatal error is counted, not fatal), and
 `verify` for the suites' verify-only cases (nothing to run).
 
-    python -m axle.backends.gpu.ptx_check [--jobs 2] [--every N] [--json out.json] PATH...
+    python -m axle.tools.ptx_check [--jobs 2] [--every N] [--json out.json] PATH...
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def _run_share(paths: list, indices: list, results: dict, names: dict, simulate:
     """Run a share of the cases in worker processes; a crash marks the case in progress."""
     todo = list(indices)
     while todo:
-        p = subprocess.Popen([sys.executable, "-m", "axle.backends.gpu.ptx_check", "--worker",
+        p = subprocess.Popen([sys.executable, "-m", "axle.tools.ptx_check", "--worker",
                               ",".join(map(str, todo)), *(["--simulate"] if simulate else []), *paths],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         current = None
@@ -164,7 +164,7 @@ def summary(results: list) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m axle.backends.gpu.ptx_check")
+    ap = argparse.ArgumentParser(prog="python -m axle.tools.ptx_check")
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--every", type=int, default=1, help="check every N-th case only")
