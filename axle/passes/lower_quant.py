@@ -473,24 +473,22 @@ def _dynamic(op: Operation) -> bool:
 class _Lowering:
     def __init__(self, refused: list):
         self.refused = refused
-        self.logical: dict[int, Type] = {}  # id(value) -> its quantized type before lowering
-        self.mapping: dict[int, Value] = {}  # id(replaced result) -> its replacement
-        self.keep: list = []  # keeps the keyed objects alive (ids must not be reused)
+        self.logical: dict[Value, Type] = {}  # value -> its quantized type before lowering
+        self.mapping: dict[Value, Value] = {}  # replaced result -> its replacement
 
     # -- values
     def type_of(self, v: Value) -> Type:
-        return self.logical.get(id(v), v.type)
+        return self.logical.get(v, v.type)
 
     def retype(self, v: Value) -> None:
         """Give `v` its storage type in place, remembering the quantized one."""
         if _has_quant(v.type):
-            self.logical[id(v)] = v.type
-            self.keep.append(v)
+            self.logical[v] = v.type
             v.type = _storage_type(v.type)
 
     def resolve(self, v: Value) -> Value:
-        while id(v) in self.mapping:
-            v = self.mapping[id(v)]
+        while v in self.mapping:
+            v = self.mapping[v]
         return v
 
     # -- structure
@@ -528,9 +526,8 @@ class _Lowering:
             return
         block = op.parent
         for r, new in zip(op.results, replacement):
-            self.mapping[id(r)] = new
-            self.logical[id(new)] = r.type
-        self.keep.append(op)
+            self.mapping[r] = new
+            self.logical[new] = r.type
         block.operations.remove(op)
 
     def on_storage(self, op: Operation) -> None:
@@ -599,15 +596,14 @@ class _Lowering:
         op.operands = [shim(v) for v in op.operands]
         for inner in op.walk():  # values the op's regions capture from outside
             if inner is not op:
-                inner.operands = [shim(v) if id(v) in self.mapping or id(v) in self.logical
+                inner.operands = [shim(v) if v in self.mapping or v in self.logical
                                   else v for v in inner.operands]
         after = Builder(block, block.operations.index(op) + 1, op.location, op.source)
         for r in op.results:
             if _has_quant(r.type) and isinstance(r.type, TensorType):
                 back = after.create(_SH + "bitcast_convert", [r], [_storage_type(r.type)]).result
-                self.mapping[id(r)] = back
-                self.logical[id(back)] = r.type
-                self.keep.append(r)
+                self.mapping[r] = back
+                self.logical[back] = r.type
 
 
 def prepare_for_cpu(module: Module) -> Module:
