@@ -121,10 +121,18 @@ def link_object(obj: bytes, exports: list[str]):
             _link_count[0] += 1
             tracker = lib.link(jit, f"axle_{_link_count[0]}")
             addresses = {name: tracker[name] for name in exports}
+            _LINKED.append((jit, tracker))
         return (jit, tracker), addresses
 
 
 _link_count = [0]
+# Every JIT linked in this process stays alive until the process ends, even when the
+# program's entry leaves the memory cache (caches bound the index, not the code). Destroying
+# an LLJIT unmaps its code without deregistering its EH frames from libgcc's unwinder; a
+# later JIT whose code lands at the same addresses then registers overlapping frames and
+# libgcc aborts the process inside the link (seen in the conformance runs once the memory
+# cache was bounded and evicted programs were freed).
+_LINKED: list = []
 
 
 def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
