@@ -127,11 +127,11 @@ def link_object(obj: bytes, exports: list[str]):
 
 _link_count = [0]
 # Every JIT linked in this process stays alive until the process ends, even when the
-# program's entry leaves the memory cache (caches bound the index, not the code). Destroying
-# an LLJIT unmaps its code without deregistering its EH frames from libgcc's unwinder; a
-# later JIT whose code lands at the same addresses then registers overlapping frames and
-# libgcc aborts the process inside the link (seen in the conformance runs once the memory
-# cache was bounded and evicted programs were freed).
+# program's entry leaves the memory cache (caches bound the index, not the code). Once the
+# memory cache was bounded, evicted programs were freed, and test runs aborted inside a
+# later link (SIGABRT, nothing printed). llvmlite disposes a (jit, resource tracker) pair in
+# whatever order the garbage collector frees them, and a tracker disposed after its LLJIT
+# touches a freed session; keeping both alive rules that out.
 _LINKED: list = []
 
 
