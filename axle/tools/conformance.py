@@ -262,7 +262,11 @@ def run_all(cases: list[Case], backend: str, passes: str, jobs: int, timeout: fl
             show(len(results))
     else:
         ctx = mp.get_context("fork")
-        with ctx.Pool(jobs, maxtasksperchild=200) as pool:
+        # a worker is replaced after 50 chunks (200 cases): every compiled case leaves its
+        # JIT in the worker for good (backends/cpu/llvm_env.py), and the long-lived workers
+        # of a whole-tree run were where LLVM's link aborted now and then (SIGABRT, cause
+        # not found yet); fresh workers keep each process's JIT state small
+        with ctx.Pool(jobs, maxtasksperchild=50) as pool:
             for r in pool.imap_unordered(_worker, work, chunksize=4):
                 results.append(r)
                 show(len(results))
