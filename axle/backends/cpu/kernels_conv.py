@@ -19,6 +19,7 @@ from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import ROW_PRODUCERS, kernel
+from axle.backends.cpu.kernels_conv_general import conv_window
 from axle.ir.core import Operation
 
 
@@ -49,14 +50,7 @@ def convolution(ctx: Context, op: Operation) -> None:
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
     dn = op.attr("dimension_numbers")
     nsp = len(dn["input_spatial_dimensions"])
-    strides = op.attr("window_strides") or [1] * nsp
-    pad = op.attr("padding")
-    pad_lo = [int(pad[i][0]) for i in range(nsp)] if pad is not None else [0] * nsp
-    lhs_dil = op.attr("lhs_dilation") or [1] * nsp
-    rhs_dil = op.attr("rhs_dilation") or [1] * nsp
-    reverse = op.attr("window_reversal") or [False] * nsp
-    fgc = op.attr("feature_group_count", 1)
-    bgc = op.attr("batch_group_count", 1)
+    strides, pad_lo, lhs_dil, rhs_dil, reverse, fgc, bgc = conv_window(op)
     ib, if_, isp = dn["input_batch_dimension"], dn["input_feature_dimension"], dn["input_spatial_dimensions"]
     ki, ko, ksp = (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
                    dn["kernel_spatial_dimensions"])
@@ -171,10 +165,7 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
     et = ot.element_type
     dn = op.attr("dimension_numbers")
     ib, if_, isp = dn["input_batch_dimension"], dn["input_feature_dimension"], dn["input_spatial_dimensions"]
-    strides = op.attr("window_strides") or [1] * nsp
-    pad = op.attr("padding")
-    pad_lo = [int(pad[i][0]) for i in range(nsp)] if pad is not None else [0] * nsp
-    rhs_dil = op.attr("rhs_dilation") or [1] * nsp
+    strides, pad_lo, _, rhs_dil, _, _, _ = conv_window(op)
     ksizes = list(kt.shape[:nsp])
     cin = kt.shape[nsp]
     out_sp = list(ot.shape[1:nsp + 1])

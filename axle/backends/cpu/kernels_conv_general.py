@@ -39,6 +39,19 @@ PATCH_BYTES = 256 * 1024  # target size of one tile of patches (stays in L2)
 MIN_TILE = 64  # fewest rows of a tile
 
 
+def conv_window(op: Operation) -> tuple:
+    """A convolution's window attributes with the spec's defaults filled in: (strides, low
+    paddings, lhs dilation, rhs dilation, window reversal, feature group count, batch group
+    count), one entry per spatial dimension for the lists."""
+    nsp = len(op.attr("dimension_numbers")["input_spatial_dimensions"])
+    pad = op.attr("padding")
+    return (op.attr("window_strides") or [1] * nsp,
+            [int(pad[i][0]) for i in range(nsp)] if pad is not None else [0] * nsp,
+            op.attr("lhs_dilation") or [1] * nsp, op.attr("rhs_dilation") or [1] * nsp,
+            op.attr("window_reversal") or [False] * nsp,
+            op.attr("feature_group_count", 1), op.attr("batch_group_count", 1))
+
+
 def general_plan(op: Operation) -> Optional[dict]:
     from axle.backends.cpu import blas
     lhs, rhs = op.operands
@@ -105,8 +118,7 @@ def _phases(ot_sp, ksizes, strides, pad_lo, ldil, rdil):
 
 
 def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
-    from axle.backends.cpu import blas
-    from axle.backends.cpu.parallel import max_threads, split_ranges
+    from axle.backends.cpu.parallel import max_threads
     em = ctx.em
     c64 = em.const_i64
     lhs, rhs = op.operands
@@ -120,14 +132,7 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
                    list(dn["kernel_spatial_dimensions"]))
     ob, of, osp = dn["output_batch_dimension"], dn["output_feature_dimension"], list(dn["output_spatial_dimensions"])
     nsp = len(isp)
-    strides = op.attr("window_strides") or [1] * nsp
-    pad = op.attr("padding")
-    pad_lo = [int(pad[i][0]) for i in range(nsp)] if pad is not None else [0] * nsp
-    ldil = op.attr("lhs_dilation") or [1] * nsp
-    rdil = op.attr("rhs_dilation") or [1] * nsp
-    rev = op.attr("window_reversal") or [False] * nsp
-    fgc = op.attr("feature_group_count", 1)
-    bgc = op.attr("batch_group_count", 1)
+    strides, pad_lo, ldil, rdil, rev, fgc, bgc = conv_window(op)
     groups, cg, p = plan["groups"], plan["cg"], plan["p"]
     cin = kt.shape[ki]
     ksizes = [kt.shape[d] for d in ksp]
