@@ -37,6 +37,9 @@ FLAGS = {f.name: f for f in [
                                "false: every kernel runs on the calling thread"),
     Flag("cpu_lowp_dot", True, "int8 and bf16 dot_generals with the host's AVX512-VNNI / AVX512-BF16 "
                                "instructions where it has them; false: the widening path (f32 / f64 BLAS)"),
+    Flag("cpu_blas_avx512", True, "on an AVX-512 host whose CPU model SciPy's OpenBLAS does not know (it "
+                                  "then uses 256-bit Haswell kernels), switch OpenBLAS to its SkylakeX "
+                                  "kernels before axle's first GEMM (blas.py); false: leave OpenBLAS as it is"),
     Flag("explain_cache_misses", False, "on every compile that misses the in-memory cache, log (logger "
                                         "'axle.compile', level WARNING) which part of the cache key "
                                         "differs from the closest earlier compile of the same entry: "
@@ -72,6 +75,8 @@ ENVIRONMENT = {e.name: e for e in [
     EnvVar("AXLE_NUM_THREADS", "threads of axle's CPU pool (default: one per core this process may use)"),
     EnvVar("AXLE_TORCH_STRICT", "any non-empty value: the torch backend raises when a graph fails to "
                                 "compile, instead of running it eagerly with a warning"),
+    EnvVar("OPENBLAS_CORETYPE", "OpenBLAS's own choice of kernels: when set, axle leaves SciPy's "
+                                "OpenBLAS on the kernels it names (see --cpu_blas_avx512)"),
     EnvVar("XDG_CACHE_HOME", "where the disk cache lives when AXLE_CACHE_DIR is not set (default ~/.cache)"),
     EnvVar("CUDA_HOME", "a CUDA installation the GPU backend looks in for libdevice and ptxas "
                         "(after it, /usr/local/cuda)"),
