@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from axle.backends.cpu import status
+from axle.backends.cpu.abi import BufRef
 from axle.codegen.emitter import _ty
 from axle.backends.cpu.plan import plan_block
 from axle.backends.cpu.program import KernelInfo
@@ -92,6 +93,13 @@ def _buffers_for(ctx, plan, op, k: int) -> None:
             record.add(value=r, place="temporary", size=pool.live[off][0], slot=slot, offset=off, start=k,
                        end=last, depth=plan.level, shares=shared, kernel=len(ctx.kernels))
             continue
+        src = _invariant_source(ctx, plan, r)
+        if src is not None:  # a while's pass-through carry: its operand's buffer, unchanged
+            ref = bufs.raw(src)
+            bufs[r] = ref
+            record.add(value=r, place="shared", slot=ref.slot, offset=ref.offset, start=k, end=last,
+                       depth=plan.level, shares=src, kernel=len(ctx.kernels))
+            continue
         dst = targets.get(r)
         if dst is not None:
             bufs[r] = dst
@@ -104,3 +112,16 @@ def _buffers_for(ctx, plan, op, k: int) -> None:
         entry = record.of.get(r)
         if entry is not None:
             entry.start, entry.end, entry.depth, entry.kernel = k, last, plan.level, len(ctx.kernels)
+
+
+def _invariant_source(ctx, plan, r):
+    """The operand whose buffer while result r shares (plan.invariant), when that buffer is
+    a table buffer (valid in every function) that nothing writes while r is live: not a
+    constant's global, not a result buffer r is to be written into, not a donated argument."""
+    v = plan.invariant.get(r)
+    if v is None or r in plan.targets or v not in ctx.em.buffers:
+        return None
+    ref = ctx.em.buffers.raw(v)
+    if not isinstance(ref, BufRef) or ref.slot in set(ctx.aliases.values()):
+        return None
+    return v

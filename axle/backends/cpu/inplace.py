@@ -86,3 +86,51 @@ def in_place_kernel_operand(op: Operation, kd: KernelDef, want: set, block: Bloc
         if x is v or v in deps(x, want, block, memo):
             return None
     return v
+
+
+def loop_invariant_results(op: Operation) -> list:
+    """(result, operand) pairs of while op whose carry its body passes through unchanged
+    (the body returns block argument i at position i: the weights a scan closes over, the
+    xs it slices). Such a result holds its operand's value at every iteration and after
+    the loop, so it may live in the operand's buffer: no copy into a carried buffer, and
+    no temporary. (The planner keeps the operand's buffer alive as long as the result's.)"""
+    if op.name != "stablehlo.while" or len(op.regions) != 2:
+        return []
+    body = op.regions[1].blocks[0]
+    rets = body.operations[-1].operands
+    out = []
+    for i, (r, a) in enumerate(zip(op.results, body.arguments)):
+        if i < len(rets) and rets[i] is a and i < len(op.operands):
+            v = op.operands[i]
+            if isinstance(getattr(v, "type", None), TensorType) and getattr(v, "type", None) == r.type:
+                out.append((r, v))
+    return out
+
+
+def share_loop_invariants(kernels: list, want: set, block: Block, last_read: dict) -> dict:
+    """{while result: operand} for the pass-through carries of the while kernels of a
+    block (loop_invariant_results), with `last_read` updated in place so that an operand
+    computed in this block stays live (is neither released nor overwritten in place)
+    until the last reader of every result that shares its buffer."""
+    pos = {op: k for k, op in enumerate(kernels)}
+    last_of = {v: op for op, vs in last_read.items() for v in vs}
+    shared: dict = {}
+    for op in kernels:
+        for r, v in loop_invariant_results(op):
+            shared[r] = v
+    if not shared:
+        return shared
+
+    def root(x):  # the value whose buffer x finally lives in
+        while x in shared:
+            x = shared[x]
+        return x
+    for r in shared:  # in block order: a chain of loops sharing one buffer ends at its root
+        v = root(r)
+        if v not in last_of or r not in last_of:
+            continue
+        if pos[last_of[r]] > pos[last_of[v]]:
+            last_read[last_of[v]].remove(v)
+            last_of[v] = last_of[r]
+            last_read.setdefault(last_of[r], []).append(v)
+    return shared

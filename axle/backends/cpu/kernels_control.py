@@ -35,8 +35,9 @@ def while_(ctx: Context, op: Operation) -> None:
     cond, body = op.regions
     outline = ctx._level >= OUTLINE_DEPTH and _table_buffers_only(ctx, op)
     carried = [ctx.buffer(r) for r in op.results]
-    for v, dst in zip(op.operands, carried):
-        ctx.copy(v, dst)
+    for v, r, dst in zip(op.operands, op.results, carried):
+        if not ctx.same_buffer(v, r):  # (a pass-through carry may live in its operand's buffer)
+            ctx.copy(v, dst)
     # the buffers as entered (BufRefs where they are table buffers: valid in any function)
     refs = [em.buffers.raw(r) for r in op.results]
     for blk in (cond.blocks[0], body.blocks[0]):

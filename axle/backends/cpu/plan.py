@@ -11,7 +11,7 @@ from typing import Optional
 from axle.backends.cpu.abi import BufRef
 from axle.backends.cpu.fusion import (fusion_plan, kernels_of, materialized, plan_pooled_convolutions,
                                       plan_row_fusion)
-from axle.backends.cpu.inplace import in_place_operand
+from axle.backends.cpu.inplace import in_place_operand, share_loop_invariants
 from axle.backends.cpu.registry import check_supported
 from axle.backends.cpu.scheduling import schedule_block
 from axle.codegen.plans.fusion import FusionPlan
@@ -34,6 +34,7 @@ class BlockPlan:
     until: Optional[dict] = None  # top level: value -> position of the last kernel reading it
     first_write: dict = field(default_factory=dict)  # top level: result slot -> position first written
     aliases: dict = field(default_factory=dict)  # top level: accepted donations {result k: argument j}
+    invariant: dict = field(default_factory=dict)  # while result -> operand whose buffer it may share
 
 
 def plan_block(ctx, block: Block, results_into: Optional[list], level: int) -> BlockPlan:
@@ -70,6 +71,9 @@ def plan_block(ctx, block: Block, results_into: Optional[list], level: int) -> B
     ops, schedule = schedule_block(ops, kernels, want, block, targets, ret, enabled=top)
     kernels = kernels_of(ops, want)
     last_read = last_readers(kernels, want, block)
+    # a while loop's pass-through carries live in their operands' buffers (before the
+    # in-place decisions below, which read the live ranges this extends)
+    invariant = share_loop_invariants(kernels, want, block, last_read)
     aliases: dict = {}
     # in place: an elementwise kernel whose result is returned lets the producer of an
     # operand it reads only at the same index (and last) write straight into the result
@@ -87,7 +91,7 @@ def plan_block(ctx, block: Block, results_into: Optional[list], level: int) -> B
                 if v is not None and v not in targets and v not in ret.operands:
                     targets[v] = targets[op.results[0]]
     plan = BlockPlan(block, level, fusion_plan(block, level, want, kernels, row_fusions, conv_rows),
-                     schedule, kernels, targets, copies, last_read, aliases=aliases)
+                     schedule, kernels, targets, copies, last_read, aliases=aliases, invariant=invariant)
     for op in kernels:
         if op.results and op.results[0] not in targets:
             shared = in_place_operand(op, want, block, last_read)

@@ -28,7 +28,8 @@ class Assigned:
     """One buffer of the program: table slot `slot` + `offset` bytes. `place`: "argument",
     "result" (written straight into the buffer its block returns it in), "temporary" (in
     the arena, or in a result buffer before that result is written), "scratch" (a kernel's
-    own temporary memory, no value). `shares`: the value whose buffer this one takes over."""
+    own temporary memory, no value), "shared" (the buffer of `shares`, which holds the same
+    value: a while loop's pass-through carry). `shares`: the value whose buffer this one takes over."""
     value: object
     place: str
     size: int = 0
@@ -56,7 +57,9 @@ class Assigned:
             where = f"arena +{self.offset}"
             if self.place == "result":
                 where += " (its block's result)"
-        if self.shares is not None:
+        if self.place == "shared":  # the same value's buffer (a loop's pass-through carry)
+            where += f" shared with {names(self.shares)}"
+        elif self.shares is not None:
             where += f" in place of {names(self.shares)}"
         live = ""
         if self.start is not None:

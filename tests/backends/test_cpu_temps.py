@@ -1,0 +1,196 @@
+"""Peak temporary memory (the buffer-assignment arena) of representative programs, and
+that what shares memory still computes what jax.jit computes: a while loop's pass-through
+carries (the weights a scan closes over) live in their operands' buffers, the operand
+stays alive as long as the loop's result is read."""
+import numpy as np
+import pytest
+
+import axle
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import axle.jax  # noqa: E402
+
+
+def _arena(fn, *args) -> int:
+    text = jax.jit(fn).lower(*args).as_text()
+    return axle.compile(text, backend="cpu").program.arena_bytes
+
+
+def _check(fn, *args, donate=(), rtol=2e-5, atol=2e-5):
+    ref = jax.jit(fn)(*args)
+    got = axle.jax.jit(fn, donate_argnums=donate)(*[jnp.array(a) for a in args])
+    for g, r in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(ref)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=rtol, atol=atol)
+
+
+def _scan_over_table(n):
+    def fn(table, xs):
+        def cell(c, x):
+            c = c * 0.5 + x * jnp.sum(table)
+            return c, c
+        return jax.lax.scan(cell, jnp.zeros(8, jnp.float32), xs)
+    r = np.random.default_rng(n)
+    return fn, (r.standard_normal(n).astype(np.float32), r.standard_normal((16, 8)).astype(np.float32))
+
+
+def test_scan_temporaries_do_not_scale_with_what_it_closes_over():
+    fn, args = _scan_over_table(1000)
+    small = _arena(fn, *args)
+    fn, args = _scan_over_table(100_000)
+    big = _arena(fn, *args)
+    assert big == small  # the table is read where it is, not copied into a carried buffer
+    assert big < 100_000 * 4 // 4
+    _check(fn, *args)
+
+
+def test_rnn_scan_weights_not_copied():
+    r = np.random.default_rng(0)
+    din, dh, steps, batch = 256, 512, 8, 4
+
+    def fn(wx, wh, b, xs, h0):
+        def cell(h, x):
+            h = jnp.tanh(x @ wx + h @ wh + b)
+            return h, h
+        return jax.lax.scan(cell, h0, xs)
+    args = (r.standard_normal((din, dh), np.float32) / 16, r.standard_normal((dh, dh), np.float32) / 23,
+            r.standard_normal(dh).astype(np.float32), r.standard_normal((steps, batch, din), np.float32),
+            r.standard_normal((batch, dh), np.float32))
+    weights = (din * dh + dh * dh) * 4
+    assert _arena(fn, *args) < weights // 8  # per-step rows only (was: the weights, copied)
+    _check(fn, *args)
+
+
+def _loop(w):
+    """A while loop passing w through; w's value read again after the loop."""
+    def body(c):
+        i, acc, w_ = c
+        return i + 1, acc + w_, w_
+    return jax.lax.while_loop(lambda c: c[0] < 3, body, (0, jnp.zeros_like(w), w))
+
+
+def test_pass_through_result_read_after_its_operand_dies():
+    """w (a temporary) is last read by the loop; the loop's copy of it is read later, after a
+    kernel that could overwrite a dying w in place: w must stay alive."""
+    x = np.arange(48, dtype=np.float32).reshape(6, 8)
+
+    def fn(x):
+        w = jnp.exp(x * 0.01) @ jnp.ones((8, 8), jnp.float32)
+        _, acc, w2 = _loop(w)
+        z = jnp.tanh(acc) * 2.0 + 1.0  # elementwise: may reuse acc's buffer
+        return z * w2 + jnp.flip(w2, 0)
+    _check(fn, x)
+
+
+def test_pass_through_of_a_value_updated_in_place_later():
+    """The operand is read once more after the loop, by an elementwise kernel that could
+    take its buffer over in place, and the loop's result later still."""
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+
+    def fn(x):
+        w = x @ x
+        _, acc, w2 = _loop(w)
+        u = w * 3.0 + 1.0  # last reader of w: in place would clobber w2's buffer
+        return u @ acc, w2.T @ u
+    _check(fn, x)
+
+
+def test_nested_scans_share_weights_and_results_returned():
+    r = np.random.default_rng(3)
+
+    def fn(w, xs):
+        def outer(h, x):
+            def inner(g, _):
+                return jnp.tanh(g @ w + x), None
+            g, _ = jax.lax.scan(inner, h, None, length=3)
+            return g, g.sum()
+        return jax.lax.scan(outer, jnp.zeros((2, 16), jnp.float32), xs)
+    args = (r.standard_normal((16, 16)).astype(np.float32) / 4, r.standard_normal((5, 2, 16)).astype(np.float32))
+    _check(fn, *args)
+    assert _arena(fn, *args) < 16 * 16 * 4  # w copied into no loop's carried buffer
+
+
+def test_pass_through_of_a_donated_argument():
+    x = np.linspace(0, 1, 32, dtype=np.float32).reshape(4, 8)
+
+    def fn(w):
+        _, acc, w2 = _loop(w)
+        return w2 + acc, w2 * 2.0
+    _check(fn, x, donate=(0,))
+
+
+def test_pass_through_of_a_constant():
+    def fn(x):
+        _, acc, c = _loop(jnp.arange(12, dtype=jnp.float32).reshape(3, 4))
+        return acc + x, c
+    _check(fn, np.ones((3, 4), np.float32))
+
+
+# %w (a temporary) passes through the loop; its last direct reader %u could overwrite it in
+# place, but the loop's result %r#1, which shares %w's buffer, is read after that
+READ_AFTER = """
+func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %w = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %i0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %i0, %a = %w) : tensor<i32>, tensor<8x8xf32>
+    cond {
+      %n = stablehlo.constant dense<3> : tensor<i32>
+      %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %j = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %j, %a : tensor<i32>, tensor<8x8xf32>
+    }
+  %u = stablehlo.multiply %w, %w : tensor<8x8xf32>
+  %e = stablehlo.exponential %u : tensor<8x8xf32>
+  %s = stablehlo.dot_general %e, %r#1, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+"""
+
+# the same value passed through two loops in a row, the second's result returned
+CHAIN = """
+func.func @main(%x: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %w = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %i0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %i0, %a = %w) : tensor<i32>, tensor<8x8xf32>
+    cond {
+      %n = stablehlo.constant dense<2> : tensor<i32>
+      %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %j = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %j, %a : tensor<i32>, tensor<8x8xf32>
+    }
+  %q:3 = stablehlo.while(%i = %i0, %a = %r#1, %acc = %x) : tensor<i32>, tensor<8x8xf32>, tensor<8x8xf32>
+    cond {
+      %n = stablehlo.constant dense<3> : tensor<i32>
+      %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %j = stablehlo.add %i, %one : tensor<i32>
+      %t = stablehlo.add %acc, %a : tensor<8x8xf32>
+      stablehlo.return %j, %a, %t : tensor<i32>, tensor<8x8xf32>, tensor<8x8xf32>
+    }
+  %w2 = stablehlo.negate %w : tensor<8x8xf32>
+  %o = stablehlo.add %q#1, %q#2 : tensor<8x8xf32>
+  %o2 = stablehlo.multiply %o, %w2 : tensor<8x8xf32>
+  return %o2, %q#1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("text,shape", [(READ_AFTER, (8, 8)), (CHAIN, (8, 8))])
+def test_pass_through_operand_kept_alive(text, shape):
+    x = np.linspace(-0.5, 0.5, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    exe = axle.compile(text)
+    got = exe(x)
+    ref = axle.interpret(text, x)
+    for g, r in zip(got if isinstance(got, (list, tuple)) else [got], ref if isinstance(ref, (list, tuple)) else [ref]):
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
+    plans = str(exe.program.plans)
+    assert "shared with %w" in plans  # the loop's result lives in %w's buffer
