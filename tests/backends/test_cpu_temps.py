@@ -59,6 +59,10 @@ def test_rnn_scan_weights_not_copied():
             r.standard_normal((batch, dh), np.float32))
     weights = (din * dh + dh * dh) * 4
     assert _arena(fn, *args) < weights // 8  # per-step rows only (was: the weights, copied)
+    # per step: h's next value (scratch, which x @ wx is written into first, the sum then in
+    # place), h @ wh, and the slice of xs; no fourth [batch, dh] buffer
+    row = batch * dh * 4
+    assert _arena(fn, *args) <= 2 * row + batch * din * 4 + 256
     _check(fn, *args)
 
 

@@ -60,6 +60,9 @@ def while_(ctx: Context, op: Operation) -> None:
     (pred,) = ctx.emit_block(cond.blocks[0])
     b.cbranch(em.value_at(pred, []), loop, done)
     b.position_at_end(loop)
+    # the scratch buffers are free until the body's result is written: producers of what
+    # that result reads at its own index may be written there first (plan.py)
+    ctx.fresh_results = {s for s, t in zip(scratch_refs, tokens) if t is not None}
     if outline:  # deep nests: the body in a function of its own
         fn = ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8P]), ctx.mod.get_unique_name("while.body"))
         fn.linkage = "internal"

@@ -83,10 +83,15 @@ def plan_block(ctx, block: Block, results_into: Optional[list], level: int) -> B
         from axle.backends.cpu.aliasing import plan_aliases
         aliases = plan_aliases(ctx, block, ops, want, targets, ret, results_into, ctx.aliases)
     alias_slots = set(aliases.values()) if top else set()
-    if level == 0:
+    # in a loop body, only into the scratch buffers the body's results go to before they
+    # are copied back (ctx.fresh_results, set by the while kernel): a carried buffer that
+    # a result is written into directly still holds the carry the body reads
+    fresh = ctx.__dict__.pop("fresh_results", None) or set()
+    if level == 0 or fresh:
         for op in ops:
             if op.results and op.results[0] in targets and getattr(
-                    targets[op.results[0]], "slot", None) not in alias_slots:
+                    targets[op.results[0]], "slot", None) not in alias_slots \
+                    and (level == 0 or targets[op.results[0]] in fresh):
                 v = in_place_operand(op, want, block, last_read)
                 if v is not None and v not in targets and v not in ret.operands:
                     targets[v] = targets[op.results[0]]
