@@ -198,3 +198,18 @@ def test_pass_through_operand_kept_alive(text, shape):
         np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
     plans = str(exe.program.plans)
     assert "shared with %w" in plans  # the loop's result lives in %w's buffer
+
+
+@pytest.mark.parametrize("n", [4096, 4097])
+def test_sort_scratch_is_one_run_per_operand(n):
+    """A sort of contiguous slices merges between its result and one scratch run: the
+    operand is read by the first pass where it is, the last pass writes the result."""
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    fn = lambda v: jnp.sort(v, stable=True)  # noqa: E731
+    assert _arena(fn, x) <= (n * 4 + 63) // 64 * 64
+    _check(fn, x)
+    v, i = (np.random.default_rng(1).integers(0, 9, (2, n)).astype(np.float32),
+            np.arange(2 * n, dtype=np.int32).reshape(2, n))
+    two = lambda v, i: jax.lax.sort((v, i), dimension=1, num_keys=1)  # noqa: E731
+    assert _arena(two, v, i) <= 2 * 2 * ((n * 4 + 63) // 64 * 64)  # a run per operand per thread
+    _check(two, v, i)

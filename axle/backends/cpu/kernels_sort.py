@@ -134,10 +134,22 @@ def _start(ctx, op: Operation, dim: int):
 
 def _merge_sort(ctx, op: Operation, dim: int) -> None:
     from axle.backends.cpu.parallel import max_threads, split_ranges
-    em, region, ets, sl = _start(ctx, op, dim)
+    em = ctx.em
+    region, ets, sl = op.regions[0], [_ty(r).element_type for r in op.results], _Slices(ctx, op, dim)
     c64, n = em.const_i64, sl.n
+    # where the passes run: contiguous slices (stride 1) merge between the result itself and
+    # one scratch run per operand, the first pass reading the operands' buffers (no copy in
+    # first) and the parity chosen so that the last pass writes the result; strided slices
+    # are gathered into two scratch runs and scattered back
+    contiguous = sl.stride == 1
+    # the first pass can read the operands where they are (not a fused producer's value,
+    # not a buffer the result shares); else they are copied into the results first
+    read_operands = all(ctx.has_buffer(v) and not ctx.same_buffer(v, r) for v, r in zip(op.operands, op.results))
+    if not read_operands:
+        for v, r in zip(op.operands, op.results):
+            ctx.copy(v, ctx.buffer(r))
     sizes = [-(-n * np.dtype(et.dtype).itemsize // 64) * 64 for et in ets]
-    slot_bytes = 2 * sum(sizes)
+    slot_bytes = (1 if contiguous else 2) * sum(sizes)
     slots = max_threads() if sl.count > 1 else 1
     token = object()
     ref = ctx.temp_ref(TensorType((slots * slot_bytes,), element_type("i8")), token)
@@ -147,12 +159,13 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
     def slices(lo, hi, w):
         b = ctx.b
         mine = b.gep(ctx.resolve(ref), [b.mul(w, c64(slot_bytes))], inbounds=True)
-        bufs_a, bufs_b = [], []
+        scratch_a, scratch_b = [], []
         off = 0
         for size in sizes:
-            bufs_a.append(b.gep(mine, [c64(off)], inbounds=True))
-            bufs_b.append(b.gep(mine, [c64(off + size)], inbounds=True))
-            off += 2 * size
+            scratch_a.append(b.gep(mine, [c64(off)], inbounds=True))
+            if not contiguous:
+                scratch_b.append(b.gep(mine, [c64(off + size)], inbounds=True))
+            off += size * (1 if contiguous else 2)
         par = em.alloca(ir.IntType(1))
         islot, jslot = em.alloca(I64), em.alloca(I64)
 
@@ -160,13 +173,26 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
             b = ctx.b
             base = sl.base(s)
             results = [ctx.buffer(r) for r in op.results]
+            sources = [ctx.buffer(v) for v in op.operands] if read_operands else results
 
-            def gather(p):
-                at = sl.at(base, p)
-                for r, a, et in zip(results, bufs_a, ets):
-                    S.store(em.b, S.load(em.b, em.element_ptr(r, et, at), et), em.element_ptr(a, et, p), et)
-            em.for_range_dynamic(c64(0), c64(n), gather)
-            b.store(ir.Constant(ir.IntType(1), 0), par)
+            def at_base(ptrs):  # the slice's first element (i8*: as a buffer)
+                return [b.bitcast(em.element_ptr(p, et, base), ir.IntType(8).as_pointer()) for p, et in zip(ptrs, ets)]
+            if contiguous:
+                # A: the result's slice, B: scratch; pass q writes A when par is set
+                bufs_a, bufs_b, first = at_base(results), scratch_a, at_base(sources)
+                # the last pass (passes - 1) must write A: par alternates from its first value
+                # (reading the results themselves: the first pass must write the scratch)
+                start = (passes % 2 == 1) if read_operands else False
+            else:
+                bufs_a, bufs_b, first = scratch_a, scratch_b, None
+                start = False
+
+                def gather(p):
+                    at = sl.at(base, p)
+                    for r, a, et in zip(sources, bufs_a, ets):
+                        S.store(em.b, S.load(em.b, em.element_ptr(r, et, at), et), em.element_ptr(a, et, p), et)
+                em.for_range_dynamic(c64(0), c64(n), gather)
+            b.store(ir.Constant(ir.IntType(1), int(start)), par)
 
             def merge_pass(q):
                 b = em.b
@@ -174,6 +200,8 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
                 flip = b.load(par)
                 src = [b.select(flip, y, x) for x, y in zip(bufs_a, bufs_b)]
                 dst = [b.select(flip, x, y) for x, y in zip(bufs_a, bufs_b)]
+                if first is not None:  # the first pass reads the operands (or the results)
+                    src = [b.select(b.icmp_unsigned("==", q, c64(0)), f, x) for f, x in zip(first, src)]
                 runs = b.udiv(b.add(c64(n - 1), b.shl(width, c64(1))), b.shl(width, c64(1)))
 
                 def merge(ri):
@@ -207,13 +235,16 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
                 em.for_range_dynamic(c64(0), runs, merge)
                 em.b.store(em.b.not_(flip), par)
             em.for_range_dynamic(c64(0), c64(passes), merge_pass)
+            if contiguous and start == ((passes - 1) % 2 == 0):
+                return  # the last pass wrote the result
             b = em.b
             flip = b.load(par)
             final = [b.select(flip, y, x) for x, y in zip(bufs_a, bufs_b)]
 
             def scatter(p):
-                at = sl.at(base, p)
-                for r, f, et in zip(results, final, ets):
+                at = sl.at(base, p) if not contiguous else p
+                outs = results if not contiguous else bufs_a
+                for r, f, et in zip(outs, final, ets):
                     S.store(em.b, S.load(em.b, em.element_ptr(f, et, p), et), em.element_ptr(r, et, at), et)
             em.for_range_dynamic(c64(0), c64(n), scatter)
         em.for_range_dynamic(lo, hi, one_slice)
