@@ -213,3 +213,35 @@ def test_sort_scratch_is_one_run_per_operand(n):
     two = lambda v, i: jax.lax.sort((v, i), dimension=1, num_keys=1)  # noqa: E731
     assert _arena(two, v, i) <= 2 * 2 * ((n * 4 + 63) // 64 * 64)  # a run per operand per thread
     _check(two, v, i)
+
+
+def test_top_k_needs_no_buffer_of_the_sorted_size():
+    """top_k (a sort read only as its first k) writes its k per row straight into the
+    results (cpu.top_k): no temporary of the full sorted size."""
+    x = np.random.default_rng(5).integers(0, 50, (64, 2048)).astype(np.float32)  # many ties
+    fn = lambda v: jax.lax.top_k(v * 2.0, 16)  # noqa: E731  (the operand a fused product)
+    assert _arena(fn, x) == 0
+    _check(fn, x)
+    y = np.random.default_rng(6).standard_normal((3, 300, 5)).astype(np.float32)
+
+    def middle(v):  # the first 4 along a middle dimension, a sort read as a slice
+        s = jax.lax.sort((v, jax.lax.broadcasted_iota(jnp.int32, v.shape, 1)), dimension=1, num_keys=1)
+        return s[0][:, :4, :], s[1][:, :4, :]
+    assert _arena(middle, y) == 0
+    _check(middle, y)
+
+
+def test_top_k_lowered_module_prints_parses_and_compiles_the_same():
+    from axle.backends import cpu
+    from axle.backends.cpu import disk_cache
+    from axle.ir import parse_module, print_module
+    x = np.random.default_rng(7).standard_normal((6, 50)).astype(np.float32)
+    exe = axle.compile(jax.jit(lambda v: jax.lax.top_k(v, 5)).lower(x).as_text())
+    want = exe.execute([x])
+    low = print_module(exe._optimized_module())
+    assert '"cpu.top_k"' in low and "stablehlo.sort" not in low
+    with disk_cache.disabled():
+        again = cpu.compile(parse_module(low), passes=False).execute([x])
+    for a, b in zip(want, again):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(want[0], np.asarray(jax.lax.top_k(x, 5)[0]))

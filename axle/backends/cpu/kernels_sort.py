@@ -13,12 +13,15 @@ a few instructions. All operands move together.
   when it does not). Slices are shared across the pool's threads, each with its own
   scratch.
 * Partial selection (top-k): when every reader of the sort's results is a slice of the
-  first k < n elements along the sorted dimension (chlo.top_k expands to exactly that),
-  only those k are computed: per slice the first k elements are insertion-sorted in
-  place, then each later element that is strictly less (by the comparator) than the
-  current k-th is inserted, the k-th dropped. Equal elements keep input order, so the
-  first k are those a stable full sort puts first. O(n + accepted * k) per slice instead
-  of O(n log n); positions k.. of the results are never read.
+  first k < n elements along the sorted dimension (chlo.top_k expands to exactly that;
+  the lowering pass lower_top_k.py makes it a `cpu.top_k` whose results are k long),
+  only those k are computed: per slice the first k operand elements are insertion-sorted
+  into the result, then each later element that is strictly less (by the comparator)
+  than the current k-th is inserted, the k-th dropped. Equal elements keep input order,
+  so the first k are those a stable full sort puts first. O(n + accepted * k) per slice
+  instead of O(n log n), and no buffer of the full sorted size.
+* Memory: a merge sort of contiguous slices needs one scratch run per operand (and per
+  thread of the pool); strided slices two. Top-k needs none.
 """
 from __future__ import annotations
 
@@ -96,15 +99,15 @@ class _Slices:
     """Linear positions of the 1-D slices along dim: slice s starts at
     (s // stride) * n * stride + s % stride, element p is stride further per p."""
 
-    def __init__(self, ctx, op, dim):
+    def __init__(self, ctx, op, dim, shape=None):
         self.ctx = ctx
-        t = _ty(op.results[0])
-        self.n = t.shape[dim]
+        shape = _ty(op.results[0]).shape if shape is None else shape
+        self.n = shape[dim]
         self.stride = 1
-        for d in t.shape[dim + 1:]:
+        for d in shape[dim + 1:]:
             self.stride *= d
         total = 1
-        for d in t.shape:
+        for d in shape:
             total *= d
         self.count = total // self.n
 
@@ -122,14 +125,6 @@ class _Slices:
 def _less(em, region: Region, lhs: list, rhs: list):
     (r,) = em.region_scalars(region, [x for pair in zip(lhs, rhs) for x in pair])
     return r
-
-
-def _start(ctx, op: Operation, dim: int):
-    """What both sorts begin with: the operands copied into the results (sorted in place
-    there), the comparator region, the element types and the slices along `dim`."""
-    for v, r in zip(op.operands, op.results):
-        ctx.copy(v, ctx.buffer(r))
-    return ctx.em, op.regions[0], [_ty(r).element_type for r in op.results], _Slices(ctx, op, dim)
 
 
 def _merge_sort(ctx, op: Operation, dim: int) -> None:
@@ -253,25 +248,53 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
     ctx.release(token)
 
 
+def emit_top_k(ctx, op: Operation) -> None:
+    """`cpu.top_k` (lower_top_k.py): the first k of each sorted slice along `dimension`, by
+    partial selection from the operands into results k long."""
+    t = _ty(op.operands[0])
+    dim = op.attr("dimension", -1)
+    dim = dim if dim >= 0 else t.rank + dim
+    _partial(ctx, op, dim, op.attr("k"))
+
+
 def _partial(ctx, op: Operation, dim: int, k: int) -> None:
+    """Partial selection: per slice along dim, the first k operand elements insertion-sorted
+    into the results, then each later one that is strictly less than the k-th inserted (the
+    k-th dropped). Candidates are read from the operands (computed in place when fused),
+    so the results need only their first k positions: a sort's (positions k.. never read)
+    or cpu.top_k's (k long)."""
     from axle.backends.cpu.parallel import split_ranges
-    em, region, ets, sl = _start(ctx, op, dim)
-    c64, n = em.const_i64, sl.n
+    em = ctx.em
+    region = op.regions[0]
+    ets = [_ty(r).element_type for r in op.results]
+    t = _ty(op.operands[0])
+    src = _Slices(ctx, op, dim, t.shape)  # the operands' slices (n long)
+    dst = _Slices(ctx, op, dim)  # the results' (n or k long)
+    c64, n = em.const_i64, src.n
+    outer = list(t.shape[:dim])
+    inner = list(t.shape[dim + 1:])
     cost = 2 + sum(1 for _ in region.blocks[0].operations)
 
     def slices(lo, hi):
         jslot = em.alloca(I64)
 
         def one_slice(s):
-            base = sl.base(s)
+            b = em.b
+            base = dst.base(s)
             results = [ctx.buffer(r) for r in op.results]
+            # the slice's indices in the other dimensions (operands may be fused values)
+            o_idx = _unravel(em, b.udiv(s, c64(src.stride)), outer)
+            i_idx = _unravel(em, b.urem(s, c64(src.stride)), inner)
+
+            def candidate(p):
+                return [em.value_at(v, o_idx + [p] + i_idx) for v in op.operands]
 
             def load(p):
-                at = sl.at(base, p)
+                at = dst.at(base, p)
                 return [S.load(em.b, em.element_ptr(r, et, at), et) for r, et in zip(results, ets)]
 
             def put(p, xs):
-                at = sl.at(base, p)
+                at = dst.at(base, p)
                 for r, et, x in zip(results, ets, xs):
                     S.store(em.b, x, em.element_ptr(r, et, at), et)
 
@@ -302,10 +325,10 @@ def _partial(ctx, op: Operation, dim: int, k: int) -> None:
                 b.position_at_end(done)
                 put(b.load(jslot), cand)
 
-            em.for_range_dynamic(c64(1), c64(k), lambda i: insert(load(i), i))
+            em.for_range_dynamic(c64(0), c64(k), lambda i: insert(candidate(i), i))
 
             def consider(i):
-                cand = load(i)
+                cand = candidate(i)
                 last = load(c64(k - 1))
                 less = _less(em, region, cand, last)
                 with em.b.if_then(less):
@@ -313,4 +336,14 @@ def _partial(ctx, op: Operation, dim: int, k: int) -> None:
             em.for_range_dynamic(c64(k), c64(n), consider)
         em.for_range_dynamic(lo, hi, one_slice)
 
-    split_ranges(ctx, sl.count, sl.count * n * cost, slices)
+    split_ranges(ctx, src.count, src.count * n * cost, slices)
+
+
+def _unravel(em, lin, shape: list) -> list:
+    """Row-major indices of linear position `lin` in `shape`."""
+    b, c64 = em.b, em.const_i64
+    out = []
+    for d in reversed(shape):
+        out.append(b.urem(lin, c64(d)))
+        lin = b.udiv(lin, c64(d))
+    return list(reversed(out))

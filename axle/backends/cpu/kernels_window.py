@@ -110,6 +110,13 @@ def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, w
     d.release()
 
 
+@kernel("cpu.top_k", check=_check_reduce)
+def top_k(ctx: Context, op: Operation) -> None:
+    """The first k of a sort (lower_top_k.py), by partial selection (kernels_sort.py)."""
+    from axle.backends.cpu.kernels_sort import emit_top_k
+    emit_top_k(ctx, op)
+
+
 @kernel("stablehlo.sort", check=_check_reduce)  # the comparator must be scalar code too
 def sort(ctx: Context, op: Operation) -> None:
     """Stable insertion sort of every 1-D slice along `dimension`, moving all operands

@@ -27,6 +27,7 @@ def lowering_pipeline() -> list:
     """The passes that make a module what the CPU code generator takes (each is a no-op on
     a module without the ops it lowers)."""
     from axle.backends.cpu.lower_effects import CpuLowerEffects
+    from axle.backends.cpu.lower_top_k import CpuTopK
     from axle.passes.lower_quant import LowerQuant
     return [
         # quantized types first: what it emits (converts, dots, clamps) is what the rest sees
@@ -39,6 +40,8 @@ def lowering_pipeline() -> list:
         # lowered effect leaves a token maker nothing reads): to a fixed point
         FixedPoint([PASSES["forward-tuples"](), PASSES["drop-optimization-barriers"](),
                     PASSES["static-shape-ops"](), CpuLowerEffects()], name="cpu-lower", max_iterations=10),
+        # a sort read only as its first k elements (top_k) gets results k long
+        CpuTopK(),
     ]
 
 
