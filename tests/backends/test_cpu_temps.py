@@ -245,3 +245,21 @@ def test_top_k_lowered_module_prints_parses_and_compiles_the_same():
     for a, b in zip(want, again):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(want[0], np.asarray(jax.lax.top_k(x, 5)[0]))
+
+
+def test_arena_grows_from_a_released_block_at_its_end():
+    """A request no released block fits starts in a released block that ends at the top
+    (the arena grows by the difference), not after it."""
+    from axle.codegen.plans.arena import Pool
+    pool = Pool(0)
+    a = pool.alloc(512, "a")
+    b = pool.alloc(1024, "b")
+    pool.release(b)
+    assert pool.alloc(2048, "c") == 512 and pool.top == 512 + 2048  # was 512 + 1024 + 2048
+    pool.release(a)
+    assert pool.alloc(256, "d") == 0  # a released block that fits is still taken first
+    fixed = Pool(1, limit=4096)
+    x = fixed.alloc(1024, "x")
+    fixed.alloc(1024, "y")
+    fixed.release(fixed.alloc(1024, "z"))
+    assert fixed.alloc(2048, "w") == 2048 and fixed.alloc(64, "v") is None and x == 0

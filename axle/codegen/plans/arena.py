@@ -38,21 +38,24 @@ class Pool:
 
     def _fit(self, size: int) -> Optional[tuple]:
         """(block size, offset) of the smallest released block that fits, else of the room
-        left at the end ((None, top) in the arena, which grows); None: no room."""
+        left at the end ((None, top) in the arena, which grows; from the start of a released
+        block that ends at the top, which then grows by less); None: no room."""
         fit = [(sz, off) for off, sz in self.free if sz >= size]
         if fit:
             return min(fit)
+        tail = next((off for off, sz in self.free if off + sz == self.top), self.top)
         if self.limit is None:
-            return None, self.top
-        return (self.limit - self.top, self.top) if self.top + size <= self.limit else None
+            return None, tail
+        return (self.limit - tail, tail) if tail + size <= self.limit else None
 
     def alloc(self, size: int, value) -> Optional[int]:
         fit = self._fit(size)
         if fit is None:
             return None
         sz, off = fit
-        if off == self.top:
-            self.top += size
+        if off + size > self.top:  # the room at the end (a released tail block grown into it)
+            self.free = [(o, sz_) for o, sz_ in self.free if o != off]
+            self.top = off + size
         else:
             self.free.remove((off, sz))
             if sz > size:
