@@ -167,7 +167,13 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
         return taps, kdim, row_shape, rows
 
     # weights: W[phase][g, (taps..., c), j] = rhs[k (reversed), c, g cg + j], k = first + step tap
-    in_place_w = single and groups == 1 and not any(rev) and list(range(kt.rank)) == ksp + [ki, ko]
+    # the order of the GEMM's K (window taps and input features; patches and packed weights
+    # agree on it): with one phase, the kernel's own memory order, so that a kernel whose
+    # output feature dimension is innermost is W already (a filter gradient's [i, 0, 1, o]
+    # dy: no packed copy); else taps..., feature
+    korder = [nsp if d == ki else ksp.index(d) for d in range(kt.rank) if d != ko] if single \
+        else list(range(nsp + 1))
+    in_place_w = single and groups == 1 and not any(rev) and ko == kt.rank - 1
     w_offsets, w_total = [], 0
     for ph in phases:
         w_offsets.append(w_total)
@@ -191,7 +197,9 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
                 full[ki] = tidx[nsp]
                 full[ko] = b.add(b.mul(g, c64(cg)), j)
                 x = S.load(b, em.element_ptr(ctx.buffer(rhs), et, em.linear(full, kt.shape)), et)
-                at = b.add(c64(w_off), em.linear(idx, [groups] + taps + [cin, cg]))
+                ks = list(tidx)
+                at = b.add(c64(w_off), em.linear([g] + [ks[i] for i in korder] + [j],
+                                                 [groups] + [(taps + [cin])[i] for i in korder] + [cg]))
                 S.store(b, x, em.element_ptr(ctx.resolve(wref), et, at), et)
             em.loop_nest([groups] + taps + [cin, cg], pack)
 
@@ -220,6 +228,7 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
             continue
         _emit_phase(ctx, op, locals_=dict(
             ph=ph, taps=taps, kdim=kdim, row_shape=row_shape, rows=rows, w_off=w_off, tile=tile_of(kdim, rows),
+            korder=korder,
             slots=slots, slot_elems=slot_elems, scratch=scratch, weights=weights, transposed=transposed,
             direct_out=direct_out, zero=zero, row_dims=row_dims, groups=groups, cg=cg, p=p, cin=cin,
             out_batch=out_batch, fgc=fgc, bgc=bgc, dims=(ib, if_, isp, ob, of, osp), itemsize=itemsize))
@@ -273,7 +282,7 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
     def fill(patches, g, row0, nrows):
         if transposed:
             def col_body(kidx):
-                col = em.linear(list(kidx), taps + [cin])
+                col = _k_linear(em, kidx, taps + [cin], L["korder"])
 
                 def row_body(ri):
                     b = em.b
@@ -289,7 +298,7 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
 
             def col_body(kidx):
                 b = em.b
-                col = em.linear(list(kidx), taps + [cin])
+                col = _k_linear(em, kidx, taps + [cin], L["korder"])
                 S.store(b, element(g, ridx, kidx), em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col)), et)
             em.loop_nest(taps + [cin], col_body)
         em.for_range_dynamic(c64(0), nrows, row_body)
@@ -342,3 +351,9 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
                 scatter(tmp, g, row0, nrows)
         em.for_range_dynamic(lo, hi, one)
     split_ranges(ctx, n_tiles * groups, rows * max(kdim, 1) * cg * groups // 8, tiles, max_threads=L["slots"])
+
+
+def _k_linear(em, kidx, sizes: list, korder: list):
+    """The column of window position kidx (taps..., feature) in the GEMM's K order."""
+    ks = list(kidx)
+    return em.linear([ks[i] for i in korder], [sizes[i] for i in korder])
