@@ -263,3 +263,44 @@ def test_arena_grows_from_a_released_block_at_its_end():
     fixed.alloc(1024, "y")
     fixed.release(fixed.alloc(1024, "z"))
     assert fixed.alloc(2048, "w") == 2048 and fixed.alloc(64, "v") is None and x == 0
+
+
+# an inner loop's pass-through result returned by the outer body, temporaries made after it
+RETURNED = """
+func.func @main(%a0: tensor<8x8xf32>, %b0: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %o:3 = stablehlo.while(%k = %z, %a = %a0, %b = %b0) : tensor<i32>, tensor<8x8xf32>, tensor<8x8xf32>
+    cond {
+      %n = stablehlo.constant dense<2> : tensor<i32>
+      %c = stablehlo.compare LT, %k, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %kn = stablehlo.add %k, %one : tensor<i32>
+      %w = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+      %r:2 = stablehlo.while(%i = %z, %x = %w) : tensor<i32>, tensor<8x8xf32>
+        cond {
+          %n3 = stablehlo.constant dense<3> : tensor<i32>
+          %c3 = stablehlo.compare LT, %i, %n3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+          stablehlo.return %c3 : tensor<i1>
+        } do {
+          %one3 = stablehlo.constant dense<1> : tensor<i32>
+          %j = stablehlo.add %i, %one3 : tensor<i32>
+          stablehlo.return %j, %x : tensor<i32>, tensor<8x8xf32>
+        }
+      %t = stablehlo.dot_general %b, %b, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+      %t2 = stablehlo.dot_general %t, %a, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+      %u = stablehlo.tanh %t2 : tensor<8x8xf32>
+      stablehlo.return %kn, %r#1, %u : tensor<i32>, tensor<8x8xf32>, tensor<8x8xf32>
+    }
+  return %o#1, %o#2 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+"""
+
+
+def test_pass_through_result_returned_by_a_loop_body():
+    r = np.random.default_rng(0)
+    a, b = [(r.standard_normal((8, 8)) / 3).astype(np.float32) for _ in range(2)]
+    got = axle.compile(RETURNED)(a, b)
+    for g, w in zip(got, axle.interpret(RETURNED, a, b)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -114,10 +114,12 @@ def share_loop_invariants(kernels: list, want: set, block: Block, last_read: dic
     until the last reader of every result that shares its buffer."""
     pos = {op: k for k, op in enumerate(kernels)}
     last_of = {v: op for op, vs in last_read.items() for v in vs}
+    returned = set(block.operations[-1].operands) if block.operations else set()
     shared: dict = {}
     for op in kernels:
         for r, v in loop_invariant_results(op):
-            shared[r] = v
+            if r not in returned:  # (read after every kernel: it gets a buffer of its own)
+                shared[r] = v
     if not shared:
         return shared
 
