@@ -304,3 +304,42 @@ def test_pass_through_result_returned_by_a_loop_body():
     got = axle.compile(RETURNED)(a, b)
     for g, w in zip(got, axle.interpret(RETURNED, a, b)):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+# %f, a reshape of %d, is %d's buffer; the dynamic_update_slice that could update %d in
+# place reads its update from %f at other rows than it writes (rows 0-1 into rows 1-2)
+VIEW_READ_BY_IN_PLACE = """
+func.func @main(%x: tensor<8x8xf32>, %y: tensor<16x4xf32>, %z: tensor<8x1xf32>) -> (tensor<8x1xf32>, tensor<4x4xf32>) {
+  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %f = stablehlo.reshape %d : (tensor<8x8xf32>) -> tensor<4x16xf32>
+  %g = stablehlo.dot_general %f, %y, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %s = stablehlo.slice %f [0:1, 0:16] : (tensor<4x16xf32>) -> tensor<1x16xf32>
+  %u = stablehlo.reshape %s : (tensor<1x16xf32>) -> tensor<2x8xf32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %e = stablehlo.dynamic_update_slice %d, %u, %one, %zero : (tensor<8x8xf32>, tensor<2x8xf32>, tensor<i32>, tensor<i32>) -> tensor<8x8xf32>
+  %h = stablehlo.dot_general %e, %z, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x1xf32>) -> tensor<8x1xf32>
+  return %h, %g : tensor<8x1xf32>, tensor<4x4xf32>
+}
+"""
+
+
+def test_reshape_is_a_view_and_not_overwritten_while_read():
+    r = np.random.default_rng(0)
+    x, y, z = (r.standard_normal(s).astype(np.float32) for s in ((8, 8), (16, 4), (8, 1)))
+    exe = axle.compile(VIEW_READ_BY_IN_PLACE)
+    for g, w in zip(exe(x, y, z), axle.interpret(VIEW_READ_BY_IN_PLACE, x, y, z)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    plans = str(exe.program.plans)
+    assert "%f f32[4,16]  arena +0 shared with %d" in plans  # no copy for the reshape
+    assert "in place of %d" not in plans
+
+
+def test_reshaped_weights_are_not_copied():
+    """A dense layer's weights reshaped for the dot are read where they are."""
+    w = np.random.default_rng(1).standard_normal((4096, 10)).astype(np.float32)
+    x = np.random.default_rng(2).standard_normal((16, 8, 8, 64)).astype(np.float32)
+    fn = lambda x, w: jax.lax.dot_general(x, w.reshape(8, 8, 64, 10),  # noqa: E731
+                                          (((1, 2, 3), (0, 1, 2)), ((), ())))
+    assert _arena(fn, x, w) == 0
+    _check(fn, x, w, rtol=1e-4, atol=1e-4)

@@ -46,6 +46,8 @@ def emit_planned_block(ctx, block: Block, results_into: Optional[list], level: i
             if timer is not None:
                 timer.start()
             emit = emitter_of(op)
+            if op.name == "stablehlo.reshape" and ctx.same_buffer(op.results[0], op.operands[0]):
+                emit = _nothing  # a reshape viewing its operand's buffer (plan.invariant)
             if level == 0:
                 check_compile_time(f"kernel {len(ctx.kernels) - 1} ({op.name})")
             if level == 0 and ctx.split_kernels:
@@ -94,7 +96,7 @@ def _buffers_for(ctx, plan, op, k: int) -> None:
                        end=last, depth=plan.level, shares=shared, kernel=len(ctx.kernels))
             continue
         src = _invariant_source(ctx, plan, r)
-        if src is not None:  # a while's pass-through carry: its operand's buffer, unchanged
+        if src is not None:  # a while's pass-through carry, a reshape: its operand's buffer
             ref = bufs.raw(src)
             bufs[r] = ref
             record.add(value=r, place="shared", slot=ref.slot, offset=ref.offset, start=k, end=last,
@@ -114,8 +116,13 @@ def _buffers_for(ctx, plan, op, k: int) -> None:
             entry.start, entry.end, entry.depth, entry.kernel = k, last, plan.level, len(ctx.kernels)
 
 
+def _nothing(ctx, op) -> None:
+    """The kernel of a value that is its operand's bytes already."""
+
+
 def _invariant_source(ctx, plan, r):
-    """The operand whose buffer while result r shares (plan.invariant), when that buffer is
+    """The operand whose buffer result r shares (plan.invariant: a while loop's pass-through
+    carry, a reshape), when that buffer is
     a table buffer (valid in every function) that nothing writes while r is live: not a
     constant's global, not a result buffer r is to be written into, not a donated argument."""
     v = plan.invariant.get(r)

@@ -107,17 +107,31 @@ def loop_invariant_results(op: Operation) -> list:
     return out
 
 
+def reshape_view(op: Operation, want: set, block: Block) -> list:
+    """[(result, operand)] when op is a reshape kernel of its own whose operand has a buffer
+    (materialized here, or from outside the block): a row-major reshape keeps every byte
+    where it is, so the result may be the operand's buffer (XLA's bitcast), no copy."""
+    if op.name != "stablehlo.reshape" or len(op.results) != 1:
+        return []
+    v = op.operands[0]
+    owner = getattr(v, "owner", None)
+    if isinstance(owner, Operation) and owner.parent is block and v not in want:
+        return []  # computed inside the kernel: no buffer to share
+    return [(op.results[0], v)]
+
+
 def share_loop_invariants(kernels: list, want: set, block: Block, last_read: dict) -> dict:
-    """{while result: operand} for the pass-through carries of the while kernels of a
-    block (loop_invariant_results), with `last_read` updated in place so that an operand
-    computed in this block stays live (is neither released nor overwritten in place)
-    until the last reader of every result that shares its buffer."""
+    """{result: operand} for the results of a block's kernels that may live in an
+    operand's buffer, holding the same bytes: the pass-through carries of while loops
+    (loop_invariant_results) and reshapes (reshape_view); with `last_read` updated in place
+    so that an operand computed in this block stays live (is neither released nor
+    overwritten in place) until the last reader of every result that shares its buffer."""
     pos = {op: k for k, op in enumerate(kernels)}
     last_of = {v: op for op, vs in last_read.items() for v in vs}
     returned = set(block.operations[-1].operands) if block.operations else set()
     shared: dict = {}
     for op in kernels:
-        for r, v in loop_invariant_results(op):
+        for r, v in loop_invariant_results(op) + reshape_view(op, want, block):
             if r not in returned:  # (read after every kernel: it gets a buffer of its own)
                 shared[r] = v
     if not shared:

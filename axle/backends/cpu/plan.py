@@ -15,7 +15,7 @@ from axle.backends.cpu.inplace import in_place_operand, share_loop_invariants
 from axle.backends.cpu.registry import check_supported
 from axle.backends.cpu.scheduling import schedule_block
 from axle.codegen.plans.fusion import FusionPlan
-from axle.codegen.plans.graph import last_readers
+from axle.codegen.plans.graph import last_readers, op_deps
 from axle.codegen.plans.schedule import Schedule
 from axle.ir.core import Block, Operation
 
@@ -34,7 +34,7 @@ class BlockPlan:
     until: Optional[dict] = None  # top level: value -> position of the last kernel reading it
     first_write: dict = field(default_factory=dict)  # top level: result slot -> position first written
     aliases: dict = field(default_factory=dict)  # top level: accepted donations {result k: argument j}
-    invariant: dict = field(default_factory=dict)  # while result -> operand whose buffer it may share
+    invariant: dict = field(default_factory=dict)  # result -> operand whose buffer it may share (while, reshape)
 
 
 def plan_block(ctx, block: Block, results_into: Optional[list], level: int) -> BlockPlan:
@@ -71,9 +71,21 @@ def plan_block(ctx, block: Block, results_into: Optional[list], level: int) -> B
     ops, schedule = schedule_block(ops, kernels, want, block, targets, ret, enabled=top)
     kernels = kernels_of(ops, want)
     last_read = last_readers(kernels, want, block)
-    # a while loop's pass-through carries live in their operands' buffers (before the
-    # in-place decisions below, which read the live ranges this extends)
+    # a while loop's pass-through carries and reshapes live in their operands' buffers
+    # (before the in-place decisions below, which read the live ranges this extends)
     invariant = share_loop_invariants(kernels, want, block, last_read)
+    sharers: dict = {}  # value -> the values that may share its buffer
+    for r in invariant:
+        v = r
+        while v in invariant:
+            v = invariant[v]
+            sharers.setdefault(v, set()).add(r)
+    memo: dict = {}
+
+    def overwrites_shared(op, v) -> bool:
+        """Whether kernel op, taking over v's buffer, also reads a value sharing that buffer
+        (at positions other than those it writes, perhaps)."""
+        return v in sharers and bool(op_deps(op, want, block, memo) & sharers[v])
     aliases: dict = {}
     # in place: an elementwise kernel whose result is returned lets the producer of an
     # operand it reads only at the same index (and last) write straight into the result
@@ -93,14 +105,14 @@ def plan_block(ctx, block: Block, results_into: Optional[list], level: int) -> B
                     targets[op.results[0]], "slot", None) not in alias_slots \
                     and (level == 0 or targets[op.results[0]] in fresh):
                 v = in_place_operand(op, want, block, last_read)
-                if v is not None and v not in targets and v not in ret.operands:
+                if v is not None and v not in targets and v not in ret.operands and not overwrites_shared(op, v):
                     targets[v] = targets[op.results[0]]
     plan = BlockPlan(block, level, fusion_plan(block, level, want, kernels, row_fusions, conv_rows),
                      schedule, kernels, targets, copies, last_read, aliases=aliases, invariant=invariant)
     for op in kernels:
         if op.results and op.results[0] not in targets:
             shared = in_place_operand(op, want, block, last_read)
-            if shared is not None:
+            if shared is not None and not overwrites_shared(op, shared):
                 plan.in_place[op] = shared
     if top:
         until: dict = {}
