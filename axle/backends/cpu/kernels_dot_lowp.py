@@ -37,13 +37,14 @@ MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheap
 
 
 SKINNY_M = 64  # f32 dots with at most this many rows: BLAS would repack the rhs per call
+UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
 MR_F32 = 8  # and at least one register tile of rows (fewer: most of the tile is wasted work)
 
 
 def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     """(kind, flip) for operand / result element types the kernels take."""
     if lt == rt == ot == "f32":
-        return ("f32", 0) if MR_F32 <= m <= SKINNY_M else None
+        return ("f32", 0) if MR_F32 <= m else None
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
         return "vnni", 1 if lt == "i8" else 0
     if lt == "bf16" and rt == "bf16" and ot == "f32":
@@ -95,16 +96,14 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
     kind = _kind(str(lt.element_type), str(rt.element_type), str(ot.element_type), m)
     if kind is None or not _enabled() or kind[0] not in supported_kinds():
         return None
-    if kind[0] == "f32" and (ctx is None or getattr(ctx, "_level", 0) < 2):
-        return None
     if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return None
     strides = [_run_stride(lt, d.lb), _run_stride(lt, d.lfree), _run_stride(lt, d.lc),
                _run_stride(rt, d.rb), _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
     if any(s is None for s in strides):
         return None
-    if kind[0] == "f32" and (strides[5] != 1 or n < 32):
-        return None  # f32: only a row-major rhs is read unpacked; BLAS packs others better
+    if kind[0] == "f32" and n < 32:
+        return None
     return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides)
 
 
@@ -129,7 +128,7 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     unpacked_lhs = kind == "f32" and sa_k == 1
     ap_ref = None if unpacked_lhs else ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
     pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
-    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8, I64, I64, I64, I64, I64, I64, I64, I64])
+    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8] + [I64] * 10)
     unpacked = kind == "f32" and sa_k == 1  # f32 rows read where they are (no copy of the lhs)
     c64 = em.const_i64
 
@@ -149,18 +148,28 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
             return at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize)
         return at(ctx.resolve(ap_ref), bi, a_bytes)
     npanels = (n + NR - 1) // NR
+    mtiles = (m + MR - 1) // MR
+    # units of work: (batch, panel, part of the row tiles); rows are split too when there
+    # are few panels, so that every thread gets work (fixed, whatever the thread count)
+    mparts = max(1, min(mtiles, -(-UNITS // (batch * npanels)), mtiles // 2 or 1))
+    units = batch * npanels * mparts
 
     def emit(lo, hi):
         def one(u):
             b = ctx.b
-            bi = b.udiv(u, c64(npanels))
-            p = b.urem(u, c64(npanels))
+            bp = b.udiv(u, c64(mparts))
+            part = b.urem(u, c64(mparts))
+            bi = b.udiv(bp, c64(npanels))
+            p = b.urem(bp, c64(npanels))
+            t0 = b.udiv(b.mul(part, c64(mtiles)), c64(mparts))
+            t1 = b.udiv(b.mul(b.add(part, c64(1)), c64(mtiles)), c64(mparts))
             b.call(panels, [lhs_at(b, bi),
                             at(ctx.buffer(op.operands[1]), b.mul(bi, c64(sb_b)), esize), c64(sb_k), c64(sb_n),
                             at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
-                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg)])
+                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg),
+                            t0, t1])
         em.for_range_dynamic(lo, hi, one)
-    split_ranges(ctx, batch * npanels, batch * m * n * k // 16, emit)
+    split_ranges(ctx, units, batch * m * n * k // 16, emit)
     if ap_ref is not None:
         ctx.release(token)
     ctx.mark_library(f"lowp.{kind}")
