@@ -137,3 +137,37 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path):
         outs.append(res.stdout.strip().splitlines()[-1])
     assert "lowp.f32" in outs[0]
     assert outs[0] == outs[1] == outs[2]
+
+
+CONVS = [((2, 9, 11, 24), (3, 3, 24, 40), (1, 1), "SAME", 1), ((3, 16, 16, 64), (3, 3, 64, 64), (1, 1), "SAME", 1),
+         ((2, 13, 10, 16), (5, 3, 16, 33), (2, 1), "VALID", 1), ((2, 12, 12, 64), (3, 3, 32, 64), (1, 1), "SAME", 2),
+         ((1, 40, 40, 8), (3, 3, 8, 96), (2, 2), ((1, 2), (0, 1)), 1)]
+
+
+@pytest.mark.parametrize("xs,ws,strides,pad,groups", CONVS)
+def test_convolution_and_its_gradients(mode, xs, ws, strides, pad, groups):
+    """im2col GEMMs (kernels_conv.py, kernels_conv_general.py) on the f32 kernel: forward,
+    input gradient (a conv with the flipped kernel) and filter gradient (contracting over
+    batch and space: patches stored [K, T], read with rows contiguous)."""
+    r = np.random.default_rng(sum(xs) + sum(ws))
+    x = r.standard_normal(xs).astype(np.float32)
+    w = (r.standard_normal(ws) * 0.1).astype(np.float32)
+
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, strides, pad, dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                            feature_group_count=groups)
+
+    def fn(x, w):
+        y, pull = jax.vjp(conv, x, w)
+        return (y,) + pull(jnp.tanh(y))
+    exe = _compile(fn, x, w)
+    got = exe.execute([x, w])
+    with jax.default_matmul_precision("highest"):
+        want = jax.jit(fn)(x, w)
+    for g, e in zip(got, want):
+        e = np.asarray(e)
+        np.testing.assert_allclose(np.asarray(g), e, rtol=1e-4, atol=1e-4 * float(np.abs(e).max()))
+    if mode == "blas" or not NATIVE:
+        assert "lowp.f32" not in _libraries(exe)
+    elif ws[-1] == 64 and groups == 1:  # 64 output features: every im2col GEMM on the kernel
+        assert {k.library for k in exe.program.kernels if k.op.name == "stablehlo.convolution"} == {"lowp.f32"}

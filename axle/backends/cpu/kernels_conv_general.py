@@ -225,7 +225,8 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
             out_batch=out_batch, fgc=fgc, bgc=bgc, dims=(ib, if_, isp, ob, of, osp), itemsize=itemsize))
     for t in tokens:
         ctx.release(t)
-    ctx.mark_library(f"blas.{p}gemm")
+    from axle.backends.cpu.kernels_dot_lowp import f32_kernel_fits
+    ctx.mark_library("lowp.f32" if p == "s" and f32_kernel_fits(cg) else f"blas.{p}gemm")
 
 
 def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
@@ -245,6 +246,8 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
     nsp = len(isp)
     n_tiles = (rows + tile - 1) // tile
     direct_out = L["direct_out"]
+    from axle.backends.cpu.kernels_dot_lowp import call_f32_gemm, f32_kernel_fits
+    f32_kernel = L["p"] == "s" and f32_kernel_fits(cg)  # axle's kernel (AVX-512 hosts), else BLAS
 
     def element(g, ridx, kidx):
         """The patch element (row, column): the input under the window, or 0."""
@@ -331,6 +334,21 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
             b = ctx.b
             w_off = b.mul(g, c64(kdim * cg * itemsize))
             w_off = b.add(w_off, c64(L["w_off"] * itemsize))
+            if f32_kernel:  # axle's own f32 kernel (AVX-512 hosts): no repacking of W per tile
+                p8 = ir.IntType(8).as_pointer()
+                w = b.gep(b.bitcast(L["weights"](), p8), [w_off])
+                if direct_out:
+                    out_off = b.mul(b.add(b.mul(row0, c64(groups * cg)), b.mul(g, c64(cg))), c64(itemsize))
+                    out, ldc = b.gep(b.bitcast(ctx.buffer(res), p8), [out_off]), groups * cg
+                else:
+                    out, ldc = tmp, cg
+                if transposed:  # patches [K, T]: rows contiguous
+                    call_f32_gemm(ctx, nrows, cg, kdim, patches, 1, w, cg, 1, out, ldc, ldk=tile)
+                else:
+                    call_f32_gemm(ctx, nrows, cg, kdim, patches, kdim, w, cg, 1, out, ldc)
+                if not direct_out:
+                    scatter(tmp, g, row0, nrows)
+                return
             if direct_out:
                 out_off = b.mul(b.add(b.mul(row0, c64(groups * cg)), b.mul(g, c64(cg))), c64(itemsize))
                 blas.call_gemm(ctx, L["p"], et, m=tile, n=cg, k=kdim, lhs=patches, rhs=L["weights"](),

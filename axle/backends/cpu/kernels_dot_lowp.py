@@ -36,8 +36,10 @@ P8 = ir.IntType(8).as_pointer()
 MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheaper than packing
 
 
+INPLACE_T_M = 128  # an f32 lhs stored [K, M] is read in place from this many rows (fewer: packed)
 SKINNY_M = 64  # f32 dots with at most this many rows: BLAS would repack the rhs per call
 UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
+NR_F32 = 32  # ...and at least one panel of columns
 MR_F32 = 8  # and at least one register tile of rows (fewer: most of the tile is wasted work)
 
 
@@ -125,11 +127,12 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     mpad = (m + MR - 1) // MR * MR
     a_bytes = mpad * kg * 4
     token = object()
-    unpacked_lhs = kind == "f32" and sa_k == 1
+    # f32: the lhs is read in place through its strides ([M, K] or [K, M]); others packed
+    unpacked_lhs = kind == "f32" and (sa_k == 1 or (sa_m == 1 and m >= INPLACE_T_M))
     ap_ref = None if unpacked_lhs else ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
     pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
-    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8] + [I64] * 10)
-    unpacked = kind == "f32" and sa_k == 1  # f32 rows read where they are (no copy of the lhs)
+    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8] + [I64] * 11)
+    unpacked = unpacked_lhs
     c64 = em.const_i64
 
     def at(ptr, elems, size):
@@ -167,9 +170,32 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
                             at(ctx.buffer(op.operands[1]), b.mul(bi, c64(sb_b)), esize), c64(sb_k), c64(sb_n),
                             at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
                             c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg),
-                            t0, t1])
+                            t0, t1, c64(sa_k if unpacked else 1)])
         em.for_range_dynamic(lo, hi, one)
     split_ranges(ctx, units, batch * m * n * k // 16, emit)
     if ap_ref is not None:
         ctx.release(token)
     ctx.mark_library(f"lowp.{kind}")
+
+
+def f32_kernel_fits(n: int) -> bool:
+    """Whether an f32 GEMM of n columns (and at least 8 rows) runs on the f32 kernel here
+    (im2col convolutions ask, kernels_conv.py)."""
+    from axle.backends.cpu.lowp_runtime import supported_kinds
+    return _enabled() and "f32" in supported_kinds() and n >= NR_F32
+
+
+def call_f32_gemm(ctx, m_count, n: int, k: int, lhs, lda: int, rhs, sb_k: int, sb_n: int, out, ldc: int,
+                  ldk: int = 1) -> None:
+    """out[i, j] = sum_q lhs[i * lda + q * ldk] * rhs[q * sb_k + j * sb_n] for the rows
+    i < m_count (an i64 value) and j < n (lda or ldk 1), in the calling thread (one call
+    of the kernel over all panels and row tiles)."""
+    from axle.backends.cpu.lowp_runtime import NR, register
+    register()
+    em = ctx.em
+    c64 = em.const_i64
+    panels = _fn(ctx, "axle_lowp_f32_panels", [P8, P8, I64, I64, P8] + [I64] * 11)
+    b = ctx.b
+    ctx.b.call(panels, [b.bitcast(lhs, P8), b.bitcast(rhs, P8), c64(sb_k), c64(sb_n), b.bitcast(out, P8), c64(ldc),
+                        m_count, c64(n), c64(k), c64(0), c64((n + NR - 1) // NR), c64(0), c64(lda), c64(0),
+                        c64(2 ** 40), c64(ldk)])

@@ -163,15 +163,16 @@ def _shuffle_interleave(b, x, y, n, unit):
 
 
 def _panels(mod, kind):
-    """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip, lda, t0, t1): C[8t : 8t + 8,
+    """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip, lda, t0, t1, ldk): C[8t : 8t + 8,
     32p : 32p + 32] for the panels p0 <= p < p1 and row tiles t0 <= t < t1 (C row-major,
     ldc elements a row); flip: pack_a flipped the
-    lhs's sign bits (vnni), subtract 128 x the rhs's column sums; lda: words from one
-    row of Ap to the next (an f32 lhs with contiguous rows is read unpacked)."""
+    lhs's sign bits (vnni), subtract 128 x the rhs's column sums; lda, ldk: words from one
+    row / one group of k of Ap to the next (1 for a packed lhs; an f32 lhs is read in place
+    with its own strides, k contiguous or rows contiguous)."""
     g, et, vt = KINDS[kind]
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P] + [I64] * 2 + [P] + [I64] * 10),
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P] + [I64] * 2 + [P] + [I64] * 11),
                      f"axle_lowp_{kind}_panels")
-    ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip, lda, t0, t1 = fn.args
+    ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip, lda, t0, t1, ldk = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     # the packed block (KB groups x 32 words) and an 8 x 32 tile for partial stores
     slots = []
@@ -236,8 +237,17 @@ def _panels(mod, kind):
                     b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
                     b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
             with _Loop(b, t0, t1, "t") as t:
-                _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
-                      full_n, kb, fscale)
+                def tile_(ldk_):
+                    _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
+                          full_n, kb, fscale, ldk_)
+                if kind == "f32":  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
+                    with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
+                        with unit:
+                            tile_(None)
+                        with strided:
+                            tile_(ldk)
+                else:
+                    tile_(None)
     b.ret_void()
     return fn
 
@@ -293,7 +303,7 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
 
 
 def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
-          fscale):
+          fscale, ldk=None):
     """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store."""
     _, _, vt = KINDS[kind]
     row0 = b.mul(t, _c(MR))
@@ -343,7 +353,7 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
     for r in range(MR):
         row = b.add(row0, _c(r))  # rows past M read row M - 1 (an unpacked lhs has no padding)
         row = b.select(b.icmp_signed("<", row, m), row, b.sub(m, _c(1)))
-        w = b.load(_gep(b, ap, I32, b.add(b.mul(row, kg_all), arow)))
+        w = b.load(_gep(b, ap, I32, b.add(b.mul(row, kg_all), arow if ldk is None else b.mul(arow, ldk))))
         bc = b.shuffle_vector(b.insert_element(ir.Constant(V16I32, None), w, _c(0, I32)),
                               ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
         new.append(dot(phis[2 * r], bc, v0))
