@@ -68,7 +68,10 @@ def test_top_level_layouts(mode, spec, m, n, k):
 BATCHED = [("bmk,bkn->bmn", dict(b=3, m=37, k=70, n=45)), ("bmk,bnk->bmn", dict(b=2, m=64, k=96, n=130)),
            ("bkm,bkn->bmn", dict(b=3, m=40, k=33, n=64)), ("bhqd,bhkd->bhqk", dict(b=2, h=3, q=24, k=40, d=16)),
            ("bhqk,bhkd->bhqd", dict(b=2, h=3, q=24, k=40, d=64)), ("bmk,kn->bmn", dict(b=4, m=10, k=50, n=70)),
-           ("bmk,bkn->bmn", dict(b=2, m=128, k=1100, n=96))]
+           ("bmk,bkn->bmn", dict(b=2, m=128, k=1100, n=96)),
+           # batch dimensions apart (attention over [B, S, H, D]: batched over B and H)
+           ("bqhd,bkhd->bhqk", dict(b=2, q=24, h=3, k=40, d=32)), ("bhqk,bkhd->bqhd", dict(b=2, h=3, q=24, k=40, d=64)),
+           ("bqhd,bkhd->bqhk", dict(b=3, q=40, h=2, k=36, d=16))]
 
 
 @pytest.mark.parametrize("spec,sizes", BATCHED)
@@ -76,6 +79,8 @@ def test_batched(mode, spec, sizes):
     a, b = _operands(spec, sizes, len(spec) + sum(sizes.values()))
     exe = _compile(lambda x, y: jnp.einsum(spec, x, y), a, b)
     _check(exe.execute([a, b])[0], spec, a, b)
+    if mode == "native" and NATIVE and spec.startswith("bqhd"):
+        assert "lowp.f32" in _libraries(exe)
 
 
 @pytest.mark.parametrize("spec", LAYOUTS + ["bmk,bnk->bmn"])

@@ -100,13 +100,46 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
         return None
     if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return None
-    strides = [_run_stride(lt, d.lb), _run_stride(lt, d.lfree), _run_stride(lt, d.lc),
-               _run_stride(rt, d.rb), _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
+    strides = [0, _run_stride(lt, d.lfree), _run_stride(lt, d.lc), 0, _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
     if any(s is None for s in strides):
         return None
-    if kind[0] == "f32" and n < 32:
+    if kind[0] == "f32" and n < NR_F32:
         return None
-    return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides)
+    return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides,
+                batch_dims=_batch_dims(lt, rt, d.lb, d.rb))
+
+
+def _batch_dims(lt: TensorType, rt: TensorType, lb: list, rb: list) -> list:
+    """[(extent, lhs stride, rhs stride)] of the batch dimensions (size-1 ones left out,
+    runs that are contiguous in both operands merged): the batch dimensions need not be
+    adjacent (attention's [B, S, H, D] operands batch over B and H)."""
+    def strides(t):
+        out = [1] * t.rank
+        for i in range(t.rank - 2, -1, -1):
+            out[i] = out[i + 1] * t.shape[i + 1]
+        return out
+    ls, rs = strides(lt), strides(rt)
+    dims = []
+    for a, b in zip(lb, rb):
+        if lt.shape[a] == 1:
+            continue
+        e, sa, sb = lt.shape[a], ls[a], rs[b]
+        if dims and dims[-1][1] == sa * e and dims[-1][2] == sb * e:
+            pe, _, _ = dims.pop()
+            e = pe * e
+        dims.append((e, sa, sb))
+    return dims
+
+
+def _batch_offset(b, bi, dims: list, which: int, c64):
+    """Element offset of batch bi (an i64) in the lhs (which=1) or the rhs (which=2)."""
+    off = c64(0)
+    inner = 1
+    for dim in reversed(dims):
+        idx = b.urem(b.udiv(bi, c64(inner)), c64(dim[0])) if len(dims) > 1 else bi
+        off = b.add(off, b.mul(idx, c64(dim[which])))
+        inner *= dim[0]
+    return off
 
 
 def _fn(ctx, name: str, args: list):
@@ -120,7 +153,8 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     em = ctx.em
     kind, flip = plan["kind"], plan["flip"]
     batch, m, n, k = plan["batch"], plan["m"], plan["n"], plan["k"]
-    sa_b, sa_m, sa_k, sb_b, sb_k, sb_n = plan["strides"]
+    _, sa_m, sa_k, _, sb_k, sb_n = plan["strides"]
+    bdims = plan["batch_dims"]
     g, et, _ = KINDS[kind]
     esize = et.width // 8
     kg = (k + g - 1) // g
@@ -141,14 +175,14 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
 
     def pack(bi):
         b = ctx.b
-        b.call(pack_a, [at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize), c64(sa_m), c64(sa_k),
+        b.call(pack_a, [at(ctx.buffer(op.operands[0]), _batch_offset(b, bi, bdims, 1, c64), esize), c64(sa_m), c64(sa_k),
                         c64(m), c64(k), at(ctx.resolve(ap_ref), bi, a_bytes), c64(flip)])
     if not unpacked:
         em.for_range_dynamic(c64(0), c64(batch), pack)
 
     def lhs_at(b, bi):
         if unpacked:
-            return at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize)
+            return at(ctx.buffer(op.operands[0]), _batch_offset(b, bi, bdims, 1, c64), esize)
         return at(ctx.resolve(ap_ref), bi, a_bytes)
     npanels = (n + NR - 1) // NR
     mtiles = (m + MR - 1) // MR
@@ -167,7 +201,8 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
             t0 = b.udiv(b.mul(part, c64(mtiles)), c64(mparts))
             t1 = b.udiv(b.mul(b.add(part, c64(1)), c64(mtiles)), c64(mparts))
             b.call(panels, [lhs_at(b, bi),
-                            at(ctx.buffer(op.operands[1]), b.mul(bi, c64(sb_b)), esize), c64(sb_k), c64(sb_n),
+                            at(ctx.buffer(op.operands[1]), _batch_offset(b, bi, bdims, 2, c64), esize),
+                            c64(sb_k), c64(sb_n),
                             at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
                             c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg),
                             t0, t1, c64(sa_k if unpacked else 1)])
