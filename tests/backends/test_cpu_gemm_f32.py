@@ -176,3 +176,25 @@ def test_convolution_and_its_gradients(mode, xs, ws, strides, pad, groups):
         assert "lowp.f32" not in _libraries(exe)
     elif ws[-1] == 64 and groups == 1:  # 64 output features: every im2col GEMM on the kernel
         assert {k.library for k in exe.program.kernels if k.op.name == "stablehlo.convolution"} == {"lowp.f32"}
+
+
+def test_hosts_without_avx512_keep_blas(monkeypatch):
+    """An AVX2-only host (no f32 kind): dots and im2col convolutions go to BLAS."""
+    from axle.backends.cpu import disk_cache, lowp_runtime
+    from axle.backends.cpu import executable as cpu_exe
+    monkeypatch.setattr(lowp_runtime, "supported_kinds", lambda: frozenset())
+    monkeypatch.delenv("AXLE_FLAGS", raising=False)
+    r = np.random.default_rng(8)
+    a, b = r.standard_normal((64, 96)).astype(np.float32), r.standard_normal((96, 80)).astype(np.float32)
+    x, w = r.standard_normal((2, 8, 8, 64)).astype(np.float32), r.standard_normal((3, 3, 64, 64)).astype(np.float32)
+
+    def fn(a, b, x, w):
+        return a @ b, jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    with disk_cache.disabled():
+        cpu_exe.clear_memory_cache()
+        exe = _compile(fn, a, b, x, w)
+        cpu_exe.clear_memory_cache()
+    got = exe.execute([a, b, x, w])
+    _check(got[0], "mk,kn->mn", a, b)
+    np.testing.assert_allclose(np.asarray(got[1]), np.asarray(jax.jit(fn)(a, b, x, w)[1]), rtol=1e-4, atol=1e-3)
+    assert "lowp.f32" not in _libraries(exe) and "blas.sgemm" in _libraries(exe)

@@ -7,19 +7,24 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 * bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
   sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
   does);
-* skinny f32 x f32 -> f32 inside loop bodies (8 to SKINNY_M rows: a scan step) on AVX-512
-  hosts with a row-major rhs: FMA on an 8 x 32 register tile reading the rhs where it is,
-  where BLAS would copy (pack) the whole rhs on every call.
+* f32 x f32 -> f32 with at least 8 rows and 32 columns on AVX-512 hosts, at the top level
+  and in loop bodies: FMA on an 8 x 32 register tile, faster here than SciPy's OpenBLAS
+  with either its Haswell or its SkylakeX kernels (docs/gemm-f32.md). The im2col
+  convolutions call it per tile too (`call_f32_gemm`).
 
-Any dimension numbers whose batch, contracting and free dimensions each form one strided
-run of the operand (every layout dot-canonicalize, transpose-fold and dot_views leave,
-including transposed operands: the operands are read in place through their strides, the
-lhs packed once per batch, the rhs per panel of 32 columns on the thread's stack). The
-result is written in place. Work is split across the pool by panels of 32 columns.
+Any dimension numbers whose contracting and free dimensions each form one strided run of
+the operand (every layout dot-canonicalize, transpose-fold and dot_views leave, including
+transposed operands), with any batch dimensions (each with its own strides): the operands
+are read in place through their strides where the kernel can (f32: the lhs [M, K], or
+[K, M] from INPLACE_T_M rows; a row-major rhs below DIRECT_M rows), else the lhs is
+packed once per batch and the rhs per panel of 32 columns on the thread's stack. The
+result is written in place. Work is split across the pool by units of (batch, panel of
+32 columns, range of row tiles), each element computed by one unit in a fixed order.
 
-Elsewhere (no AVX512-VNNI / AVX512-BF16, e.g. AMD Zen 3; other type combinations; flag
-`--cpu_lowp_dot=false`) these dots keep the exact widening path: integer operands
-converted to f32 / f64 and multiplied by BLAS, bf16 / f16 converted to f32 (packed path).
+Elsewhere (no AVX512-VNNI / AVX512-BF16 / AVX-512, e.g. AMD Zen 3; other type
+combinations; flag `--cpu_lowp_dot=false`) these dots keep the exact widening path:
+integer operands converted to f32 / f64 and multiplied by BLAS, bf16 / f16 converted to
+f32 (packed path), f32 by BLAS.
 """
 from __future__ import annotations
 
@@ -37,10 +42,9 @@ MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheap
 
 
 INPLACE_T_M = 128  # an f32 lhs stored [K, M] is read in place from this many rows (fewer: packed)
-SKINNY_M = 64  # f32 dots with at most this many rows: BLAS would repack the rhs per call
 UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
-NR_F32 = 32  # ...and at least one panel of columns
-MR_F32 = 8  # and at least one register tile of rows (fewer: most of the tile is wasted work)
+MR_F32 = 8  # f32 dots with at least one register tile of rows (fewer: the decode kernel's)...
+NR_F32 = 32  # ...and at least one panel of columns (fewer: most of the tile is wasted work)
 
 
 def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
@@ -78,9 +82,8 @@ def _enabled() -> bool:
 
 
 def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
-    """The plan of a low-precision dot on this host, or None. Skinny f32 dots take the
-    kernel only inside loop bodies (ctx deeper than the program's block), where BLAS would
-    repack a loop-invariant rhs on every iteration; at the top level BLAS packs once."""
+    """The plan of a dot_general on this host's kernels (module docstring), or None. The
+    same at the top level and in loop bodies (ctx is not consulted)."""
     from axle.codegen.dot import DotDims
     from axle.backends.cpu.lowp_runtime import supported_kinds
     lhs, rhs = op.operands

@@ -54,7 +54,7 @@ class _BFloat(ir.Type):
 KINDS = {  # kind: (group size G, element type, accumulator vector type)
     "vnni": (4, I8, V16I32),
     "bf16": (2, I16, V16F32),
-    "f32": (1, I32, V16F32),  # skinny f32 GEMMs (few rows): fma, row-major rhs read unpacked
+    "f32": (1, I32, V16F32),  # f32 GEMMs (docs/gemm-f32.md): fma, operands read in place where they can be
 }
 
 
@@ -165,10 +165,10 @@ def _shuffle_interleave(b, x, y, n, unit):
 def _panels(mod, kind):
     """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip, lda, t0, t1, ldk): C[8t : 8t + 8,
     32p : 32p + 32] for the panels p0 <= p < p1 and row tiles t0 <= t < t1 (C row-major,
-    ldc elements a row); flip: pack_a flipped the
-    lhs's sign bits (vnni), subtract 128 x the rhs's column sums; lda, ldk: words from one
-    row / one group of k of Ap to the next (1 for a packed lhs; an f32 lhs is read in place
-    with its own strides, k contiguous or rows contiguous)."""
+    ldc elements a row); flip: pack_a flipped the lhs's sign bits (vnni), subtract 128 x
+    the rhs's column sums; lda, ldk: words from one row / one group of k of Ap to the next
+    (ldk 1 for a packed lhs; an f32 lhs is read in place with its own strides, k
+    contiguous or rows contiguous)."""
     g, et, vt = KINDS[kind]
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P] + [I64] * 2 + [P] + [I64] * 11),
                      f"axle_lowp_{kind}_panels")
