@@ -15,8 +15,8 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 Any dimension numbers whose contracting and free dimensions each form one strided run of
 the operand (every layout dot-canonicalize, transpose-fold and dot_views leave, including
 transposed operands), with any batch dimensions (each with its own strides): the operands
-are read in place through their strides where the kernel can (f32: the lhs [M, K], or
-[K, M] from INPLACE_T_M rows; a row-major rhs below DIRECT_M rows), else the lhs is
+are read in place through their strides where the kernel can (f32: the lhs [M, K] or
+[K, M], no temporary; a row-major rhs below DIRECT_M rows), else the lhs is
 packed once per batch and the rhs per panel of 32 columns on the thread's stack. The
 result is written in place. Work is split across the pool by units of (batch, panel of
 32 columns, range of row tiles), each element computed by one unit in a fixed order.
@@ -41,7 +41,6 @@ P8 = ir.IntType(8).as_pointer()
 MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheaper than packing
 
 
-INPLACE_T_M = 128  # an f32 lhs stored [K, M] is read in place from this many rows (fewer: packed)
 UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
 MR_F32 = 8  # f32 dots with at least one register tile of rows (fewer: the decode kernel's)...
 NR_F32 = 32  # ...and at least one panel of columns (fewer: most of the tile is wasted work)
@@ -165,7 +164,7 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     a_bytes = mpad * kg * 4
     token = object()
     # f32: the lhs is read in place through its strides ([M, K] or [K, M]); others packed
-    unpacked_lhs = kind == "f32" and (sa_k == 1 or (sa_m == 1 and m >= INPLACE_T_M))
+    unpacked_lhs = kind == "f32" and (sa_k == 1 or sa_m == 1)
     ap_ref = None if unpacked_lhs else ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
     pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
     panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8] + [I64] * 11)
