@@ -232,7 +232,8 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
             nrows = b.select(b.icmp_unsigned("<", left, em.const_i64(tile)), left, em.const_i64(tile))
             fill(patches, row0, nrows)
             if f32_kernel:  # axle's own f32 kernel (AVX-512 hosts): no repacking of W per tile
-                out = ctx.b.gep(ctx.b.bitcast(ctx.buffer(op.results[0]), patches.type), [ctx.b.mul(row0, em.const_i64(cout * itemsize))])
+                out = ctx.b.gep(ctx.b.bitcast(ctx.buffer(op.results[0]), patches.type),
+                                [ctx.b.mul(row0, em.const_i64(cout * itemsize))])
                 call_f32_gemm(ctx, nrows, cout, kdim, patches, kdim, ctx.buffer(rhs), cout, 1, out, cout)
                 return
             blas.call_gemm(ctx, p, et, m=tile, n=cout, k=kdim, lhs=patches, rhs=ctx.buffer(rhs),

@@ -248,9 +248,17 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
     direct_out = L["direct_out"]
     from axle.backends.cpu.kernels_dot_lowp import call_f32_gemm, f32_kernel_fits
     f32_kernel = L["p"] == "s" and f32_kernel_fits(cg)  # axle's kernel (AVX-512 hosts), else BLAS
+    from axle.backends.cpu.patch_runs import copy_or_zero
+    runs = if_ == lt.rank - 1 and str(lt.element_type) == str(et)  # features innermost
 
     def element(g, ridx, kidx):
         """The patch element (row, column): the input under the window, or 0."""
+        ok, src = window_at(g, ridx, kidx)
+        return em.b.select(ok, S.load(em.b, src, et), zero)
+
+    def window_at(g, ridx, kidx):
+        """(inside, address): whether the patch element (row, column) is an input element
+        (else padding or a hole) and its address (a valid one either way)."""
         b = em.b
         at = dict(zip(row_dims, ridx))
         batch = b.add(b.mul(g, c64(L["out_batch"])), at[ob]) if L["bgc"] > 1 else at[ob]
@@ -270,8 +278,7 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
                 q = b.udiv(q, c64(hole))
             ok = b.and_(ok, b.icmp_signed("<", q, c64(lt.shape[isp[i]])))
             lidx[isp[i]] = b.select(ok, q, c64(0))  # always a valid address
-        x = S.load(b, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape)), et)
-        return b.select(ok, x, zero)
+        return ok, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape))
 
     def fill(patches, g, row0, nrows):
         if transposed:
@@ -292,9 +299,15 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
 
             def col_body(kidx):
                 b = em.b
+                if runs:  # the Cin features of one tap: one contiguous run of the input, or zeros
+                    kidx = list(kidx) + [c64(0)]
                 col = em.linear(list(kidx), taps + [cin])
-                S.store(b, element(g, ridx, kidx), em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col)), et)
-            em.loop_nest(taps + [cin], col_body)
+                dst = em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col))
+                if runs:
+                    copy_or_zero(ctx, *window_at(g, ridx, kidx), dst, cin * itemsize)
+                    return
+                S.store(b, element(g, ridx, kidx), dst, et)
+            em.loop_nest(taps if runs else taps + [cin], col_body)
         em.for_range_dynamic(c64(0), nrows, row_body)
 
     def scatter(tmp, g, row0, nrows):

@@ -177,7 +177,8 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
 
     def pack(bi):
         b = ctx.b
-        b.call(pack_a, [at(ctx.buffer(op.operands[0]), _batch_offset(b, bi, bdims, 1, c64), esize), c64(sa_m), c64(sa_k),
+        b.call(pack_a, [at(ctx.buffer(op.operands[0]), _batch_offset(b, bi, bdims, 1, c64), esize),
+                        c64(sa_m), c64(sa_k),
                         c64(m), c64(k), at(ctx.resolve(ap_ref), bi, a_bytes), c64(flip)])
     if not unpacked:
         em.for_range_dynamic(c64(0), c64(batch), pack)
