@@ -198,3 +198,20 @@ def test_hosts_without_avx512_keep_blas(monkeypatch):
     _check(got[0], "mk,kn->mn", a, b)
     np.testing.assert_allclose(np.asarray(got[1]), np.asarray(jax.jit(fn)(a, b, x, w)[1]), rtol=1e-4, atol=1e-3)
     assert "lowp.f32" not in _libraries(exe) and "blas.sgemm" in _libraries(exe)
+
+
+@pytest.mark.skipif(not NATIVE, reason="no AVX-512 on this host")
+def test_kernel_object_code_comes_from_the_disk_cache(tmp_path):
+    """The kernels are compiled once per machine (1-2.5 s), then loaded from the disk cache."""
+    from axle.backends.cpu import disk_cache, lowp_runtime
+    from axle.backends.cpu.llvm_env import compile_to_object
+    kinds = sorted(lowp_runtime.supported_kinds())
+
+    def refuse(*a):
+        raise AssertionError("compiled again")
+    with disk_cache.using(str(tmp_path)):
+        first = lowp_runtime._object(kinds, compile_to_object)
+        assert lowp_runtime._object(kinds, refuse) == first
+    with disk_cache.disabled():
+        with pytest.raises(AssertionError):
+            lowp_runtime._object(kinds, refuse)

@@ -393,6 +393,22 @@ def build_ir() -> str:
     return str(mod)
 
 
+def _object(kinds: list, compile_to_object) -> bytes:
+    """The kernels' object code: from the disk cache (its entries are valid only for this
+    axle source, LLVM and host CPU: disk_cache.environment), else compiled (1-2.5 s) and
+    stored there, so that only a machine's first process pays for it."""
+    import hashlib
+
+    from axle.backends.cpu import disk_cache
+    key = hashlib.sha256(("axle-lowp-runtime:" + ",".join(kinds)).encode()).hexdigest()
+    entry = disk_cache.load(key)
+    if entry is not None:
+        return entry[1]
+    obj = compile_to_object(build_ir(), 3)[1]
+    disk_cache.store(key, {"what": "lowp_runtime kernels", "kinds": kinds}, obj)
+    return obj
+
+
 def register() -> bool:
     """Compile the kernels this host supports (once) and bind their addresses for the JIT."""
     if "done" in _STATE or "building" in _STATE:
@@ -408,8 +424,7 @@ def register() -> bool:
                 _STATE["done"] = False
                 return False
             names = [f"axle_lowp_{k}_{f}" for k in kinds for f in ("pack_a", "panels")]
-            obj = compile_to_object(build_ir(), 3)[1]
-            handle, addrs = link_object(obj, names)
+            handle, addrs = link_object(_object(kinds, compile_to_object), names)
             _STATE["handle"] = handle
             EXTERNAL_SYMBOLS.update(addrs)
             _STATE["done"] = True
