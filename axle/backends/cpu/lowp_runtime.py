@@ -383,6 +383,15 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
 
 _LOCK = threading.Lock()
 _STATE: dict = {}
+# {"object": bytes, "kinds": [...]}: the kernels' object code from an AOT artifact
+# (artifact.py), linked instead of compiling (a loaded artifact needs no LLVM)
+PRELOADED: dict = {}
+
+
+def saved_object() -> tuple:
+    """(kinds, object code) of the kernels as linked in this process, for an artifact."""
+    register()
+    return list(_STATE.get("kinds") or []), _STATE.get("object") or b""
 
 
 def build_ir() -> str:
@@ -419,13 +428,14 @@ def register() -> bool:
         _STATE["building"] = True
         try:
             from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS, compile_to_object, link_object
-            kinds = sorted(supported_kinds())
+            kinds = list(PRELOADED.get("kinds") or sorted(supported_kinds()))
             if not kinds:
                 _STATE["done"] = False
                 return False
             names = [f"axle_lowp_{k}_{f}" for k in kinds for f in ("pack_a", "panels")]
-            handle, addrs = link_object(_object(kinds, compile_to_object), names)
-            _STATE["handle"] = handle
+            obj = PRELOADED.get("object") or _object(kinds, compile_to_object)
+            handle, addrs = link_object(obj, names)
+            _STATE["handle"], _STATE["object"], _STATE["kinds"] = handle, obj, kinds
             EXTERNAL_SYMBOLS.update(addrs)
             _STATE["done"] = True
             return True
