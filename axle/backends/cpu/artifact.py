@@ -1,6 +1,8 @@
 """CPU programs as ahead-of-time artifacts (axle.save / axle.load; the container is
 axle/runtime/aot.py): the program's object code, the thread pool runtime's object code, and
-a header with what calling them needs. Loading links the object code (no LLVM compiling).
+a header with what calling them needs, and the object code of axle's GEMM kernels
+(lowp_runtime.py) when the program calls them. Loading links the object code (no LLVM
+compiling).
 
 Refused on load, with a message: another target triple; CPU features the artifact's code
 may use that this host lacks (e.g. +avx512f on an AVX2 host: running it would stop the
@@ -34,14 +36,18 @@ def serialize(exe) -> tuple[dict, bytes]:
         raise ArtifactError(f"@{exe.entry} calls back into this process (custom calls, collectives, "
                             f"profiling): its code holds addresses valid only here and cannot be saved")
     pool = parallel.pool_object() if parallel.enabled() else None
+    lowp_kinds, lowp = [], b""
+    if b"axle_lowp_" in native.object_code:  # axle's GEMM kernels (lowp_runtime.py) travel along
+        from axle.backends.cpu.lowp_runtime import saved_object
+        lowp_kinds, lowp = saved_object()
     name, features = host_cpu()
     header = {"entry": exe.entry, "triple": triple(), "cpu": name, "features": features,
               "parallel": parallel.enabled(), "max_threads": parallel.max_threads(),
               "args": [[t.element_type.name, list(t.shape)] for t in prog.arg_types],
               "result_types": [[t.element_type.name, list(t.shape)] for t in prog.result_types],
               "program": _program_header(prog), "object_size": len(native.object_code),
-              "pool_size": len(pool or b"")}
-    return header, native.object_code + (pool or b"")
+              "pool_size": len(pool or b""), "lowp_size": len(lowp), "lowp_kinds": lowp_kinds}
+    return header, native.object_code + lowp + (pool or b"")
 
 
 def check_host(header: dict) -> None:
@@ -71,14 +77,19 @@ def deserialize(header: dict, payload: bytes) -> "LoadedCpuExecutable":
         parallel.PRELOADED["pool"] = payload[len(payload) - n_pool:]  # the pool starts without LLVM
     check_host(header)
     try:
-        n_obj, n_pool = int(header["object_size"]), int(header["pool_size"])
+        n_obj, n_pool, n_lowp = int(header["object_size"]), int(header["pool_size"]), int(header.get("lowp_size", 0))
         args = [TensorType(tuple(int(d) for d in s), element_type(e)) for e, s in header["args"]]
         results = [TensorType(tuple(int(d) for d in s), element_type(e)) for e, s in header["result_types"]]
         program = _program_from_header(header["program"], args, results)
     except (KeyError, TypeError, ValueError) as e:
         raise ArtifactError(f"artifact header is malformed: {type(e).__name__}: {e}") from None
-    if n_obj + n_pool != len(payload):
-        raise ArtifactError(f"artifact payload has {len(payload)} bytes, its header says {n_obj + n_pool}")
+    if n_obj + n_lowp + n_pool != len(payload):
+        raise ArtifactError(f"artifact payload has {len(payload)} bytes, its header says {n_obj + n_lowp + n_pool}")
+    if n_lowp:  # the GEMM kernels link without LLVM compiling them
+        from axle.backends.cpu import lowp_runtime
+        if "done" not in lowp_runtime._STATE:
+            lowp_runtime.PRELOADED.update(object=payload[n_obj:n_obj + n_lowp],
+                                          kinds=list(header.get("lowp_kinds", [])))
     if header.get("parallel") and not parallel.enabled():
         raise ArtifactError("artifact's kernels run on axle's thread pool, which is off in this process "
                             "(AXLE_FLAGS=--cpu_parallel=false or one core): recompile here")

@@ -178,6 +178,11 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
     patches_ref = ctx.temp_ref(TensorType((slots, tile, kdim), et), token)
     zero = S.constant(et, 0)
 
+    from axle.backends.cpu.patch_runs import copy_or_zero
+    from axle.backends.cpu.kernels_dot_lowp import call_f32_gemm, f32_kernel_fits
+    f32_kernel = p == "s" and f32_kernel_fits(cout)
+    runs = if_ == lt.rank - 1 and str(lt.element_type) == str(et)  # features innermost
+
     def fill(patches, row0, nrows):
         lhs_buf = ctx.buffer(lhs)
 
@@ -194,7 +199,7 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
             batch = rem
 
             def col_body(kidx):
-                ks, c = kidx[:nsp], kidx[nsp]
+                ks, c = kidx[:nsp], (kidx[nsp] if len(kidx) > nsp else em.const_i64(0))
                 ok = ir.Constant(I1, 1)
                 lidx = [None] * lt.rank
                 lidx[ib] = batch
@@ -206,11 +211,14 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
                                     b.icmp_signed("<", q, em.const_i64(lt.shape[isp[i]])))
                     ok = b.and_(ok, inside)
                     lidx[isp[i]] = b.select(inside, q, em.const_i64(0))  # always a valid address
-                x = S.load(b, em.element_ptr(lhs_buf, lt.element_type, em.linear(lidx, lt.shape)), lt.element_type)
+                src = em.element_ptr(lhs_buf, lt.element_type, em.linear(lidx, lt.shape))
                 col = em.linear(list(ks) + [c], ksizes + [cin])
                 dst = em.element_ptr(patches, et, b.add(b.mul(ri, em.const_i64(kdim)), col))
-                S.store(b, b.select(ok, x, zero), dst, et)
-            em.loop_nest(ksizes + [cin], col_body)
+                if runs:  # Cin features of one input pixel: one contiguous run, or padding
+                    copy_or_zero(ctx, ok, src, dst, cin * itemsize)
+                    return
+                S.store(b, b.select(ok, S.load(b, src, lt.element_type), zero), dst, et)
+            em.loop_nest(ksizes if runs else ksizes + [cin], col_body)
         em.for_range_dynamic(em.const_i64(0), nrows, row_body)
 
     def tiles(lo, hi, tid):
@@ -223,13 +231,18 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
             left = b.sub(em.const_i64(rows), row0)
             nrows = b.select(b.icmp_unsigned("<", left, em.const_i64(tile)), left, em.const_i64(tile))
             fill(patches, row0, nrows)
+            if f32_kernel:  # axle's own f32 kernel (AVX-512 hosts): no repacking of W per tile
+                out = ctx.b.gep(ctx.b.bitcast(ctx.buffer(op.results[0]), patches.type),
+                                [ctx.b.mul(row0, em.const_i64(cout * itemsize))])
+                call_f32_gemm(ctx, nrows, cout, kdim, patches, kdim, ctx.buffer(rhs), cout, 1, out, cout)
+                return
             blas.call_gemm(ctx, p, et, m=tile, n=cout, k=kdim, lhs=patches, rhs=ctx.buffer(rhs),
                            out=ctx.buffer(op.results[0]), out_offset=b.mul(row0, em.const_i64(cout * itemsize)),
                            m_count=nrows)
         em.for_range_dynamic(lo, hi, one_tile)
     split_ranges(ctx, n_tiles, rows * kdim * cout // 8, tiles, max_threads=slots)
     ctx.release(token)
-    ctx.mark_library(f"blas.{p}gemm")
+    ctx.mark_library("lowp.f32" if f32_kernel else f"blas.{p}gemm")
 
 
 # ----------------------------------------------------------------- direct 2-D convolution

@@ -234,7 +234,8 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
             out_batch=out_batch, fgc=fgc, bgc=bgc, dims=(ib, if_, isp, ob, of, osp), itemsize=itemsize))
     for t in tokens:
         ctx.release(t)
-    ctx.mark_library(f"blas.{p}gemm")
+    from axle.backends.cpu.kernels_dot_lowp import f32_kernel_fits
+    ctx.mark_library("lowp.f32" if p == "s" and f32_kernel_fits(cg) else f"blas.{p}gemm")
 
 
 def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
@@ -254,9 +255,21 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
     nsp = len(isp)
     n_tiles = (rows + tile - 1) // tile
     direct_out = L["direct_out"]
+    from axle.backends.cpu.kernels_dot_lowp import call_f32_gemm, f32_kernel_fits
+    f32_kernel = L["p"] == "s" and f32_kernel_fits(cg)  # axle's kernel (AVX-512 hosts), else BLAS
+    from axle.backends.cpu.patch_runs import copy_or_zero
+    # features innermost in the input and last in the GEMM's K order: a tap's Cin features
+    # are one contiguous run in both
+    runs = if_ == lt.rank - 1 and str(lt.element_type) == str(et) and L["korder"][-1] == len(taps)
 
     def element(g, ridx, kidx):
         """The patch element (row, column): the input under the window, or 0."""
+        ok, src = window_at(g, ridx, kidx)
+        return em.b.select(ok, S.load(em.b, src, et), zero)
+
+    def window_at(g, ridx, kidx):
+        """(inside, address): whether the patch element (row, column) is an input element
+        (else padding or a hole) and its address (a valid one either way)."""
         b = em.b
         at = dict(zip(row_dims, ridx))
         batch = b.add(b.mul(g, c64(L["out_batch"])), at[ob]) if L["bgc"] > 1 else at[ob]
@@ -276,8 +289,7 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
                 q = b.udiv(q, c64(hole))
             ok = b.and_(ok, b.icmp_signed("<", q, c64(lt.shape[isp[i]])))
             lidx[isp[i]] = b.select(ok, q, c64(0))  # always a valid address
-        x = S.load(b, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape)), et)
-        return b.select(ok, x, zero)
+        return ok, em.element_ptr(ctx.buffer(lhs), et, em.linear(lidx, lt.shape))
 
     def fill(patches, g, row0, nrows):
         if transposed:
@@ -298,9 +310,15 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
 
             def col_body(kidx):
                 b = em.b
+                if runs:  # the Cin features of one tap: one contiguous run of the input, or zeros
+                    kidx = list(kidx) + [c64(0)]
                 col = _k_linear(em, kidx, taps + [cin], L["korder"])
-                S.store(b, element(g, ridx, kidx), em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col)), et)
-            em.loop_nest(taps + [cin], col_body)
+                dst = em.element_ptr(patches, et, b.add(b.mul(ri, c64(kdim)), col))
+                if runs:
+                    copy_or_zero(ctx, *window_at(g, ridx, kidx), dst, cin * itemsize)
+                    return
+                S.store(b, element(g, ridx, kidx), dst, et)
+            em.loop_nest(taps if runs else taps + [cin], col_body)
         em.for_range_dynamic(c64(0), nrows, row_body)
 
     def scatter(tmp, g, row0, nrows):
@@ -340,6 +358,21 @@ def _emit_phase(ctx, op: Operation, locals_: dict) -> None:
             b = ctx.b
             w_off = b.mul(g, c64(kdim * cg * itemsize))
             w_off = b.add(w_off, c64(L["w_off"] * itemsize))
+            if f32_kernel:  # axle's own f32 kernel (AVX-512 hosts): no repacking of W per tile
+                p8 = ir.IntType(8).as_pointer()
+                w = b.gep(b.bitcast(L["weights"](), p8), [w_off])
+                if direct_out:
+                    out_off = b.mul(b.add(b.mul(row0, c64(groups * cg)), b.mul(g, c64(cg))), c64(itemsize))
+                    out, ldc = b.gep(b.bitcast(ctx.buffer(res), p8), [out_off]), groups * cg
+                else:
+                    out, ldc = tmp, cg
+                if transposed:  # patches [K, T]: rows contiguous
+                    call_f32_gemm(ctx, nrows, cg, kdim, patches, 1, w, cg, 1, out, ldc, ldk=tile)
+                else:
+                    call_f32_gemm(ctx, nrows, cg, kdim, patches, kdim, w, cg, 1, out, ldc)
+                if not direct_out:
+                    scatter(tmp, g, row0, nrows)
+                return
             if direct_out:
                 out_off = b.mul(b.add(b.mul(row0, c64(groups * cg)), b.mul(g, c64(cg))), c64(itemsize))
                 blas.call_gemm(ctx, L["p"], et, m=tile, n=cg, k=kdim, lhs=patches, rhs=L["weights"](),

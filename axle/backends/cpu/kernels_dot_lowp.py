@@ -7,19 +7,24 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 * bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
   sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
   does);
-* skinny f32 x f32 -> f32 inside loop bodies (8 to SKINNY_M rows: a scan step) on AVX-512
-  hosts with a row-major rhs: FMA on an 8 x 32 register tile reading the rhs where it is,
-  where BLAS would copy (pack) the whole rhs on every call.
+* f32 x f32 -> f32 with at least 8 rows and 32 columns on AVX-512 hosts, at the top level
+  and in loop bodies: FMA on an 8 x 32 register tile, faster here than SciPy's OpenBLAS
+  with either its Haswell or its SkylakeX kernels (docs/gemm-f32.md). The im2col
+  convolutions call it per tile too (`call_f32_gemm`).
 
-Any dimension numbers whose batch, contracting and free dimensions each form one strided
-run of the operand (every layout dot-canonicalize, transpose-fold and dot_views leave,
-including transposed operands: the operands are read in place through their strides, the
-lhs packed once per batch, the rhs per panel of 32 columns on the thread's stack). The
-result is written in place. Work is split across the pool by panels of 32 columns.
+Any dimension numbers whose contracting and free dimensions each form one strided run of
+the operand (every layout dot-canonicalize, transpose-fold and dot_views leave, including
+transposed operands), with any batch dimensions (each with its own strides): the operands
+are read in place through their strides where the kernel can (f32: the lhs [M, K] or
+[K, M], no temporary; a row-major rhs below DIRECT_M rows), else the lhs is
+packed once per batch and the rhs per panel of 32 columns on the thread's stack. The
+result is written in place. Work is split across the pool by units of (batch, panel of
+32 columns, range of row tiles), each element computed by one unit in a fixed order.
 
-Elsewhere (no AVX512-VNNI / AVX512-BF16, e.g. AMD Zen 3; other type combinations; flag
-`--cpu_lowp_dot=false`) these dots keep the exact widening path: integer operands
-converted to f32 / f64 and multiplied by BLAS, bf16 / f16 converted to f32 (packed path).
+Elsewhere (no AVX512-VNNI / AVX512-BF16 / AVX-512, e.g. AMD Zen 3; other type
+combinations; flag `--cpu_lowp_dot=false`) these dots keep the exact widening path:
+integer operands converted to f32 / f64 and multiplied by BLAS, bf16 / f16 converted to
+f32 (packed path), f32 by BLAS.
 """
 from __future__ import annotations
 
@@ -36,14 +41,15 @@ P8 = ir.IntType(8).as_pointer()
 MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheaper than packing
 
 
-SKINNY_M = 64  # f32 dots with at most this many rows: BLAS would repack the rhs per call
-MR_F32 = 8  # and at least one register tile of rows (fewer: most of the tile is wasted work)
+UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
+MR_F32 = 8  # f32 dots with at least one register tile of rows (fewer: the decode kernel's)...
+NR_F32 = 32  # ...and at least one panel of columns (fewer: most of the tile is wasted work)
 
 
 def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     """(kind, flip) for operand / result element types the kernels take."""
     if lt == rt == ot == "f32":
-        return ("f32", 0) if MR_F32 <= m <= SKINNY_M else None
+        return ("f32", 0) if MR_F32 <= m else None
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
         return "vnni", 1 if lt == "i8" else 0
     if lt == "bf16" and rt == "bf16" and ot == "f32":
@@ -75,9 +81,8 @@ def _enabled() -> bool:
 
 
 def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
-    """The plan of a low-precision dot on this host, or None. Skinny f32 dots take the
-    kernel only inside loop bodies (ctx deeper than the program's block), where BLAS would
-    repack a loop-invariant rhs on every iteration; at the top level BLAS packs once."""
+    """The plan of a dot_general on this host's kernels (module docstring), or None. The
+    same at the top level and in loop bodies (ctx is not consulted)."""
     from axle.codegen.dot import DotDims
     from axle.backends.cpu.lowp_runtime import supported_kinds
     lhs, rhs = op.operands
@@ -95,17 +100,48 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
     kind = _kind(str(lt.element_type), str(rt.element_type), str(ot.element_type), m)
     if kind is None or not _enabled() or kind[0] not in supported_kinds():
         return None
-    if kind[0] == "f32" and (ctx is None or getattr(ctx, "_level", 0) < 2):
-        return None
     if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return None
-    strides = [_run_stride(lt, d.lb), _run_stride(lt, d.lfree), _run_stride(lt, d.lc),
-               _run_stride(rt, d.rb), _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
+    strides = [0, _run_stride(lt, d.lfree), _run_stride(lt, d.lc), 0, _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
     if any(s is None for s in strides):
         return None
-    if kind[0] == "f32" and (strides[5] != 1 or n < 32):
-        return None  # f32: only a row-major rhs is read unpacked; BLAS packs others better
-    return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides)
+    if kind[0] == "f32" and n < NR_F32:
+        return None
+    return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides,
+                batch_dims=_batch_dims(lt, rt, d.lb, d.rb))
+
+
+def _batch_dims(lt: TensorType, rt: TensorType, lb: list, rb: list) -> list:
+    """[(extent, lhs stride, rhs stride)] of the batch dimensions (size-1 ones left out,
+    runs that are contiguous in both operands merged): the batch dimensions need not be
+    adjacent (attention's [B, S, H, D] operands batch over B and H)."""
+    def strides(t):
+        out = [1] * t.rank
+        for i in range(t.rank - 2, -1, -1):
+            out[i] = out[i + 1] * t.shape[i + 1]
+        return out
+    ls, rs = strides(lt), strides(rt)
+    dims = []
+    for a, b in zip(lb, rb):
+        if lt.shape[a] == 1:
+            continue
+        e, sa, sb = lt.shape[a], ls[a], rs[b]
+        if dims and dims[-1][1] == sa * e and dims[-1][2] == sb * e:
+            pe, _, _ = dims.pop()
+            e = pe * e
+        dims.append((e, sa, sb))
+    return dims
+
+
+def _batch_offset(b, bi, dims: list, which: int, c64):
+    """Element offset of batch bi (an i64) in the lhs (which=1) or the rhs (which=2)."""
+    off = c64(0)
+    inner = 1
+    for dim in reversed(dims):
+        idx = b.urem(b.udiv(bi, c64(inner)), c64(dim[0])) if len(dims) > 1 else bi
+        off = b.add(off, b.mul(idx, c64(dim[which])))
+        inner *= dim[0]
+    return off
 
 
 def _fn(ctx, name: str, args: list):
@@ -119,18 +155,20 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     em = ctx.em
     kind, flip = plan["kind"], plan["flip"]
     batch, m, n, k = plan["batch"], plan["m"], plan["n"], plan["k"]
-    sa_b, sa_m, sa_k, sb_b, sb_k, sb_n = plan["strides"]
+    _, sa_m, sa_k, _, sb_k, sb_n = plan["strides"]
+    bdims = plan["batch_dims"]
     g, et, _ = KINDS[kind]
     esize = et.width // 8
     kg = (k + g - 1) // g
     mpad = (m + MR - 1) // MR * MR
     a_bytes = mpad * kg * 4
     token = object()
-    unpacked_lhs = kind == "f32" and sa_k == 1
+    # f32: the lhs is read in place through its strides ([M, K] or [K, M]); others packed
+    unpacked_lhs = kind == "f32" and (sa_k == 1 or sa_m == 1)
     ap_ref = None if unpacked_lhs else ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
     pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
-    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8, I64, I64, I64, I64, I64, I64, I64, I64])
-    unpacked = kind == "f32" and sa_k == 1  # f32 rows read where they are (no copy of the lhs)
+    panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8] + [I64] * 11)
+    unpacked = unpacked_lhs
     c64 = em.const_i64
 
     def at(ptr, elems, size):
@@ -139,28 +177,63 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
 
     def pack(bi):
         b = ctx.b
-        b.call(pack_a, [at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize), c64(sa_m), c64(sa_k),
+        b.call(pack_a, [at(ctx.buffer(op.operands[0]), _batch_offset(b, bi, bdims, 1, c64), esize),
+                        c64(sa_m), c64(sa_k),
                         c64(m), c64(k), at(ctx.resolve(ap_ref), bi, a_bytes), c64(flip)])
     if not unpacked:
         em.for_range_dynamic(c64(0), c64(batch), pack)
 
     def lhs_at(b, bi):
         if unpacked:
-            return at(ctx.buffer(op.operands[0]), b.mul(bi, c64(sa_b)), esize)
+            return at(ctx.buffer(op.operands[0]), _batch_offset(b, bi, bdims, 1, c64), esize)
         return at(ctx.resolve(ap_ref), bi, a_bytes)
     npanels = (n + NR - 1) // NR
+    mtiles = (m + MR - 1) // MR
+    # units of work: (batch, panel, part of the row tiles); rows are split too when there
+    # are few panels, so that every thread gets work (fixed, whatever the thread count)
+    mparts = max(1, min(mtiles, -(-UNITS // (batch * npanels)), mtiles // 2 or 1))
+    units = batch * npanels * mparts
 
     def emit(lo, hi):
         def one(u):
             b = ctx.b
-            bi = b.udiv(u, c64(npanels))
-            p = b.urem(u, c64(npanels))
+            bp = b.udiv(u, c64(mparts))
+            part = b.urem(u, c64(mparts))
+            bi = b.udiv(bp, c64(npanels))
+            p = b.urem(bp, c64(npanels))
+            t0 = b.udiv(b.mul(part, c64(mtiles)), c64(mparts))
+            t1 = b.udiv(b.mul(b.add(part, c64(1)), c64(mtiles)), c64(mparts))
             b.call(panels, [lhs_at(b, bi),
-                            at(ctx.buffer(op.operands[1]), b.mul(bi, c64(sb_b)), esize), c64(sb_k), c64(sb_n),
+                            at(ctx.buffer(op.operands[1]), _batch_offset(b, bi, bdims, 2, c64), esize),
+                            c64(sb_k), c64(sb_n),
                             at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
-                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg)])
+                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg),
+                            t0, t1, c64(sa_k if unpacked else 1)])
         em.for_range_dynamic(lo, hi, one)
-    split_ranges(ctx, batch * npanels, batch * m * n * k // 16, emit)
+    split_ranges(ctx, units, batch * m * n * k // 16, emit)
     if ap_ref is not None:
         ctx.release(token)
     ctx.mark_library(f"lowp.{kind}")
+
+
+def f32_kernel_fits(n: int) -> bool:
+    """Whether an f32 GEMM of n columns (and at least 8 rows) runs on the f32 kernel here
+    (im2col convolutions ask, kernels_conv.py)."""
+    from axle.backends.cpu.lowp_runtime import supported_kinds
+    return _enabled() and "f32" in supported_kinds() and n >= NR_F32
+
+
+def call_f32_gemm(ctx, m_count, n: int, k: int, lhs, lda: int, rhs, sb_k: int, sb_n: int, out, ldc: int,
+                  ldk: int = 1) -> None:
+    """out[i, j] = sum_q lhs[i * lda + q * ldk] * rhs[q * sb_k + j * sb_n] for the rows
+    i < m_count (an i64 value) and j < n (lda or ldk 1), in the calling thread (one call
+    of the kernel over all panels and row tiles)."""
+    from axle.backends.cpu.lowp_runtime import NR, register
+    register()
+    em = ctx.em
+    c64 = em.const_i64
+    panels = _fn(ctx, "axle_lowp_f32_panels", [P8, P8, I64, I64, P8] + [I64] * 11)
+    b = ctx.b
+    ctx.b.call(panels, [b.bitcast(lhs, P8), b.bitcast(rhs, P8), c64(sb_k), c64(sb_n), b.bitcast(out, P8), c64(ldc),
+                        m_count, c64(n), c64(k), c64(0), c64((n + NR - 1) // NR), c64(0), c64(lda), c64(0),
+                        c64(2 ** 40), c64(ldk)])

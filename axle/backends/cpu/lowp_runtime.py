@@ -30,6 +30,7 @@ from llvmlite import ir
 
 MR, NR = 8, 32  # rows x columns of the register tile
 KB = 512  # groups of k per packed block of the rhs (a panel block: KB * 128 bytes on the stack)
+DIRECT_M = 64  # f32: a row-major rhs is read in place by dots of fewer rows (more: packed per panel)
 
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -53,7 +54,7 @@ class _BFloat(ir.Type):
 KINDS = {  # kind: (group size G, element type, accumulator vector type)
     "vnni": (4, I8, V16I32),
     "bf16": (2, I16, V16F32),
-    "f32": (1, I32, V16F32),  # skinny f32 GEMMs (few rows): fma, row-major rhs read unpacked
+    "f32": (1, I32, V16F32),  # f32 GEMMs (docs/gemm-f32.md): fma, operands read in place where they can be
 }
 
 
@@ -123,16 +124,32 @@ def _pack_a(mod, kind):
     kg = b.udiv(b.add(k, _c(g - 1)), _c(g))
     mpad = b.mul(b.udiv(b.add(m, _c(MR - 1)), _c(MR)), _c(MR))
     fl = b.trunc(b.mul(flip, _c(0x80)), et)
-    with _Loop(b, _c(0), mpad, "r") as r:
-        rv = b.icmp_signed("<", r, m)
-        rr = b.select(rv, r, _c(0))
-        with _Loop(b, _c(0), b.mul(kg, _c(g)), "q") as q:
-            ok = b.and_(rv, b.icmp_signed("<", q, k))
-            qq = b.select(ok, q, _c(0))
-            x = b.load(_gep(b, a, et, b.add(b.mul(rr, sam), b.mul(qq, sak))))
-            x = b.xor(x, fl)
-            x = b.select(ok, x, ir.Constant(et, 0))
-            b.store(x, _gep(b, ap, et, b.add(b.mul(r, b.mul(kg, _c(g))), q)))
+
+    def elems(r_lo, r_hi, q_lo, q_hi):
+        with _Loop(b, r_lo, r_hi, "r") as r:
+            rv = b.icmp_signed("<", r, m)
+            rr = b.select(rv, r, _c(0))
+            with _Loop(b, q_lo, q_hi, "q") as q:
+                ok = b.and_(rv, b.icmp_signed("<", q, k))
+                qq = b.select(ok, q, _c(0))
+                x = b.load(_gep(b, a, et, b.add(b.mul(rr, sam), b.mul(qq, sak))))
+                x = b.xor(x, fl)
+                x = b.select(ok, x, ir.Constant(et, 0))
+                b.store(x, _gep(b, ap, et, b.add(b.mul(r, b.mul(kg, _c(g))), q)))
+    m16 = k16 = _c(0)
+    if kind == "f32":  # an lhs stored [K, M]: 16 x 16 blocks transposed in registers
+        from axle.backends.cpu.lowp_f32_pack import pack_a_t
+        tr = b.icmp_signed("==", sam, _c(1))
+        pre = b.block
+        with b.if_then(tr):
+            m16t, k16t = pack_a_t(b, _Loop, a, sak, m, k, ap, kg)
+            done = b.block
+        m16, k16 = b.phi(I64), b.phi(I64)
+        for ph, v in ((m16, m16t), (k16, k16t)):
+            ph.add_incoming(v, done)
+            ph.add_incoming(_c(0), pre)
+    elems(_c(0), m16, k16, b.mul(kg, _c(g)))
+    elems(m16, mpad, _c(0), b.mul(kg, _c(g)))
     b.ret_void()
 
 
@@ -146,14 +163,16 @@ def _shuffle_interleave(b, x, y, n, unit):
 
 
 def _panels(mod, kind):
-    """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip, lda): C[:, 32p : 32p + 32] for
-    the panels p0 <= p < p1 (C row-major, ldc elements a row); flip: pack_a flipped the
-    lhs's sign bits (vnni), subtract 128 x the rhs's column sums; lda: words from one
-    row of Ap to the next (an f32 lhs with contiguous rows is read unpacked)."""
+    """panels(Ap, B, sb_k, sb_n, C, ldc, M, N, K, p0, p1, flip, lda, t0, t1, ldk): C[8t : 8t + 8,
+    32p : 32p + 32] for the panels p0 <= p < p1 and row tiles t0 <= t < t1 (C row-major,
+    ldc elements a row); flip: pack_a flipped the lhs's sign bits (vnni), subtract 128 x
+    the rhs's column sums; lda, ldk: words from one row / one group of k of Ap to the next
+    (ldk 1 for a packed lhs; an f32 lhs is read in place with its own strides, k
+    contiguous or rows contiguous)."""
     g, et, vt = KINDS[kind]
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P, I64, I64, P, I64, I64, I64, I64, I64, I64, I64, I64]),
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P] + [I64] * 2 + [P] + [I64] * 11),
                      f"axle_lowp_{kind}_panels")
-    ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip, lda = fn.args
+    ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip, lda, t0, t1, ldk = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     # the packed block (KB groups x 32 words) and an 8 x 32 tile for partial stores
     slots = []
@@ -169,6 +188,7 @@ def _panels(mod, kind):
                                   ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
     kg_all = b.udiv(b.add(k, _c(g - 1)), _c(g))
     mtiles = b.udiv(b.add(m, _c(MR - 1)), _c(MR))
+    t1 = b.select(b.icmp_signed("<", t1, mtiles), t1, mtiles)
     if kind == "vnni":
         dp = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, V16I32, V16I32]), "llvm.x86.avx512.vpdpbusd.512")
         ones = ir.Constant(V16I32, [0x01010101] * 16)
@@ -194,7 +214,9 @@ def _panels(mod, kind):
             ng = b.sub(kg_all, g0)
             ng = b.select(b.icmp_signed("<", ng, _c(KB)), ng, _c(KB))
             # f32: a whole panel of a row-major rhs is read where it is (rows sbk apart)
-            direct = b.and_(full_n, b.icmp_signed("==", sbn, _c(1))) if kind == "f32" else ir.Constant(ir.IntType(1), 0)
+            direct = ir.Constant(ir.IntType(1), 0)
+            if kind == "f32":
+                direct = b.and_(b.and_(full_n, b.icmp_signed("==", sbn, _c(1))), b.icmp_signed("<", m, _c(DIRECT_M)))
             with b.if_then(b.not_(direct)):
                 _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k)
             src0 = b.bitcast(_gep(b, bsrc, I32, b.add(b.mul(g0, sbk), col0)), P)
@@ -214,9 +236,18 @@ def _panels(mod, kind):
                     old1 = b.select(first, s1, old1)
                     b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
                     b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
-            with _Loop(b, _c(0), mtiles, "t") as t:
-                _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
-                      full_n, kb, fscale)
+            with _Loop(b, t0, t1, "t") as t:
+                def tile_(ldk_):
+                    _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
+                          full_n, kb, fscale, ldk_)
+                if kind == "f32":  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
+                    with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
+                        with unit:
+                            tile_(None)
+                        with strided:
+                            tile_(ldk)
+                else:
+                    tile_(None)
     b.ret_void()
     return fn
 
@@ -245,19 +276,34 @@ def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
                     out = _shuffle_interleave(b, lo, hi, 2 * NR, 2)  # 128 x i8: quads
                 dst = _gep(b, bp, I32, b.mul(q, _c(NR)))
                 b.store(out, b.bitcast(dst, out.type.as_pointer()), align=4)
-        with scalar:  # any strides, edges: element by element, zero outside
-            with _Loop(b, _c(0), ng, "sq") as q:
-                with _Loop(b, _c(0), _c(NR), "sc") as col:
-                    with _Loop(b, _c(0), _c(g), "sj") as j:
-                        kk = b.add(b.mul(b.add(g0, q), _c(g)), j)
-                        ok = b.and_(b.icmp_signed("<", kk, k), b.icmp_signed("<", col, ncols))
-                        src = b.add(b.mul(b.select(ok, kk, _c(0)), sbk), b.mul(b.select(ok, b.add(col0, col), _c(0)), sbn))
-                        x = b.select(ok, b.load(_gep(b, bsrc, et, src)), ir.Constant(et, 0))
-                        b.store(x, _gep(b, bp, et, b.add(b.mul(b.add(b.mul(q, _c(NR)), col), _c(g)), j)))
+        with scalar:
+            _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k)
+
+
+def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
+    """_pack_panel for an rhs not stored row-major, or at the edges."""
+    g, et, _ = KINDS[kind]
+    if kind == "f32":  # rhs stored [N, K], whole panel: 16 x 16 transposes in registers
+        from axle.backends.cpu.lowp_f32_pack import pack_panel_t
+        tr = b.and_(full_n, b.and_(b.icmp_signed("==", sbk, _c(1)), b.icmp_signed("<=", b.add(g0, ng), k)))
+        with b.if_then(tr):
+            pack_panel_t(b, _Loop, bsrc, sbn, bp, col0, g0, ng)
+        general = b.not_(tr)
+    else:
+        general = ir.Constant(ir.IntType(1), 1)
+    with b.if_then(general):  # any strides, edges: element by element, zero outside
+        with _Loop(b, _c(0), ng, "sq") as q:
+            with _Loop(b, _c(0), _c(NR), "sc") as col:
+                with _Loop(b, _c(0), _c(g), "sj") as j:
+                    kk = b.add(b.mul(b.add(g0, q), _c(g)), j)
+                    ok = b.and_(b.icmp_signed("<", kk, k), b.icmp_signed("<", col, ncols))
+                    src = b.add(b.mul(b.select(ok, kk, _c(0)), sbk), b.mul(b.select(ok, b.add(col0, col), _c(0)), sbn))
+                    x = b.select(ok, b.load(_gep(b, bsrc, et, src)), ir.Constant(et, 0))
+                    b.store(x, _gep(b, bp, et, b.add(b.mul(b.add(b.mul(q, _c(NR)), col), _c(g)), j)))
 
 
 def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
-          fscale):
+          fscale, ldk=None):
     """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store."""
     _, _, vt = KINDS[kind]
     row0 = b.mul(t, _c(MR))
@@ -307,7 +353,7 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
     for r in range(MR):
         row = b.add(row0, _c(r))  # rows past M read row M - 1 (an unpacked lhs has no padding)
         row = b.select(b.icmp_signed("<", row, m), row, b.sub(m, _c(1)))
-        w = b.load(_gep(b, ap, I32, b.add(b.mul(row, kg_all), arow)))
+        w = b.load(_gep(b, ap, I32, b.add(b.mul(row, kg_all), arow if ldk is None else b.mul(arow, ldk))))
         bc = b.shuffle_vector(b.insert_element(ir.Constant(V16I32, None), w, _c(0, I32)),
                               ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
         new.append(dot(phis[2 * r], bc, v0))
@@ -337,6 +383,15 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
 
 _LOCK = threading.Lock()
 _STATE: dict = {}
+# {"object": bytes, "kinds": [...]}: the kernels' object code from an AOT artifact
+# (artifact.py), linked instead of compiling (a loaded artifact needs no LLVM)
+PRELOADED: dict = {}
+
+
+def saved_object() -> tuple:
+    """(kinds, object code) of the kernels as linked in this process, for an artifact."""
+    register()
+    return list(_STATE.get("kinds") or []), _STATE.get("object") or b""
 
 
 def build_ir() -> str:
@@ -345,6 +400,22 @@ def build_ir() -> str:
         _pack_a(mod, kind)
         _panels(mod, kind)
     return str(mod)
+
+
+def _object(kinds: list, compile_to_object) -> bytes:
+    """The kernels' object code: from the disk cache (its entries are valid only for this
+    axle source, LLVM and host CPU: disk_cache.environment), else compiled (1-2.5 s) and
+    stored there, so that only a machine's first process pays for it."""
+    import hashlib
+
+    from axle.backends.cpu import disk_cache
+    key = hashlib.sha256(("axle-lowp-runtime:" + ",".join(kinds)).encode()).hexdigest()
+    entry = disk_cache.load(key)
+    if entry is not None:
+        return entry[1]
+    obj = compile_to_object(build_ir(), 3)[1]
+    disk_cache.store(key, {"what": "lowp_runtime kernels", "kinds": kinds}, obj)
+    return obj
 
 
 def register() -> bool:
@@ -357,14 +428,14 @@ def register() -> bool:
         _STATE["building"] = True
         try:
             from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS, compile_to_object, link_object
-            kinds = sorted(supported_kinds())
+            kinds = list(PRELOADED.get("kinds") or sorted(supported_kinds()))
             if not kinds:
                 _STATE["done"] = False
                 return False
             names = [f"axle_lowp_{k}_{f}" for k in kinds for f in ("pack_a", "panels")]
-            obj = compile_to_object(build_ir(), 3)[1]
+            obj = PRELOADED.get("object") or _object(kinds, compile_to_object)
             handle, addrs = link_object(obj, names)
-            _STATE["handle"] = handle
+            _STATE["handle"], _STATE["object"], _STATE["kinds"] = handle, obj, kinds
             EXTERNAL_SYMBOLS.update(addrs)
             _STATE["done"] = True
             return True
