@@ -252,3 +252,53 @@ def test_jax_scan_and_decode_attention_match_jax():
         np.testing.assert_allclose(np.asarray(exe.execute(list(args))[0]), np.asarray(jax.jit(fn)(*args)),
                                    rtol=2e-5, atol=2e-5)
 
+
+
+@pytest.mark.parametrize("rows,k,n,parts_bytes", [(1, 1000, 300, 1), (3, 517, 77, 1), (2, 600, 40, 1 << 62)])
+def test_k_parts_over_a_large_operand(rows, k, n, parts_bytes, monkeypatch):
+    """k cut into parts (the large-operand path, forced small here), partials added in
+    part order: numpy's result; split across the pool or serial: the same bits; a layout
+    whose output is strided (the rhs holds the rows) too."""
+    monkeypatch.setattr(kernels_dot_skinny, "SPLIT_K_BYTES", parts_bytes)
+    r = np.random.default_rng(k)
+    for ls, rs, lc, rc in (((rows, k), (k, n), [1], [0]), ((k, n), (rows, k), [0], [1])):
+        text, _ = _dot_text(ls, rs, [], [], lc, rc)
+        a, b = r.standard_normal(ls).astype(np.float32), r.standard_normal(rs).astype(np.float32)
+        par = _compile(text, 1, monkeypatch)
+        ser = _compile(text, 1 << 62, monkeypatch)
+        assert "skinny.axpy" in _libraries(par)
+        np.testing.assert_array_equal(par(a, b), ser(a, b))
+        np.testing.assert_allclose(par(a, b), _reference(a, b, [], [], lc, rc), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("min_work", [1, 1 << 62])
+def test_cache_update_of_a_parameter_is_a_copy_and_the_update(min_work, monkeypatch):
+    """dynamic_update_slice of a parameter (whose buffer it may not take over): the
+    operand copied in pieces (kernels_indexing.copy_bytes: a size that is no multiple of a
+    piece, split across the pool or not), the update written at the clamped start."""
+    from axle.backends.cpu import kernels_indexing
+    monkeypatch.setattr(kernels_indexing, "COPY_PIECE", 4096)
+    text = """func.func @main(%c: tensor<3x5x301x7xf32>, %u: tensor<3x5x1x7xf32>, %p: tensor<i32>) -> (tensor<3x5x301x7xf32>, tensor<3x5x301x7xf32>) {
+      %z = stablehlo.constant dense<0> : tensor<i32>
+      %0 = stablehlo.dynamic_update_slice %c, %u, %z, %z, %p, %z : (tensor<3x5x301x7xf32>, tensor<3x5x1x7xf32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<3x5x301x7xf32>
+      %1 = stablehlo.add %c, %c : tensor<3x5x301x7xf32>
+      return %0, %1 : tensor<3x5x301x7xf32>, tensor<3x5x301x7xf32>
+    }"""
+    r = np.random.default_rng(2)
+    c = r.standard_normal((3, 5, 301, 7)).astype(np.float32)
+    u = r.standard_normal((3, 5, 1, 7)).astype(np.float32)
+    calls = []
+    real = kernels_indexing.copy_bytes
+    monkeypatch.setattr(kernels_indexing, "copy_bytes", lambda *a: calls.append(1) or real(*a))
+    exe = _compile(text, min_work, monkeypatch)
+    assert calls and "memcpy" in exe._static.optimized_ir
+    assert (".par" in exe._static.optimized_ir) == (min_work == 1)
+    for pos in (0, 123, 300, 999, -4):
+        keep = c.copy()
+        got, twice = exe(c, u, np.array(pos, np.int32))
+        want = c.copy()
+        p = min(max(pos, 0), 300)
+        want[:, :, p:p + 1, :] = u
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(twice, c + c)
+        np.testing.assert_array_equal(c, keep)  # the argument is not written

@@ -240,7 +240,7 @@ def emit_dot(ctx: Context, op: Operation) -> None:
         emit_lowp_dot(ctx, op, lowp)
         return
     from axle.backends.cpu.kernels_dot_skinny import emit_skinny_dot, skinny_plan
-    skinny = skinny_plan(op)
+    skinny = skinny_plan(op, ctx)
     if skinny is not None:  # fewer than 8 rows: matrix-vector, decode attention
         emit_skinny_dot(ctx, op, skinny)
         return

@@ -32,6 +32,10 @@ from axle.ir.core import Operation
 MAX_ROWS = 7  # dots with at most this many rows per batch (8 or more: BLAS / the GEMM kernels)
 BLOCK = 128  # columns per unit of parallel work (fixed: results do not depend on threads)
 MAX_UNROLL = 4  # vectors of columns per axpy block / columns per dot group (at most)
+KB = 16  # rows of B per block of the axpy k loop
+KPARTS = 8  # parts of k of an axpy dot over a large operand (fixed: results do not depend on threads)
+SPLIT_K_BYTES = 8 << 20  # large operand bytes (per batch, beyond the L2 caches) from which k is cut into parts
+PARTIAL_BYTES = 4 << 20  # most arena bytes for the parts' partial results
 I64 = ir.IntType(64)
 P8 = ir.IntType(8).as_pointer()
 _TYPES = {"f32": ir.FloatType(), "f64": ir.DoubleType()}
@@ -76,11 +80,14 @@ def _registers() -> int:
     return 32 if CPU.vector_bits >= 512 else 16
 
 
-def skinny_plan(op: Operation) -> Optional[dict]:
+def skinny_plan(op: Operation, ctx=None) -> Optional[dict]:
     """The plan of a dot this kernel takes, or None: f32 / f64 throughout, static shapes,
-    at most MAX_ROWS free elements on one side, every group of dimensions one strided run,
-    and a layout with one of the two modes' unit strides."""
+    operands in memory (with ctx: not computed in place by a fused producer from an
+    enclosing block), at most MAX_ROWS free elements on one side, every group of
+    dimensions one strided run, and a layout with one of the two modes' unit strides."""
     lhs, rhs = op.operands
+    if ctx is not None and not (ctx.has_buffer(lhs) and ctx.has_buffer(rhs)):
+        return None
     lt, rt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
     if not (lt.is_static and rt.is_static and ot.is_static):
         return None
@@ -90,7 +97,7 @@ def skinny_plan(op: Operation) -> Optional[dict]:
     from axle.codegen.dot import DotDims
     d = DotDims(op)
     batch, m, n, k = _prod(lt, d.lb), _prod(lt, d.lfree), _prod(rt, d.rfree), _prod(lt, d.lc)
-    if min(m, n) > MAX_ROWS or batch * m * n == 0 or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 40:
+    if min(m, n) > MAX_ROWS or batch * m * n * k == 0 or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 40:
         return None
     s = [_run_stride(lt, d.lb), _run_stride(lt, d.lfree), _run_stride(lt, d.lc),
          _run_stride(rt, d.rb), _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
@@ -134,8 +141,12 @@ def emit_skinny_dot(ctx, op: Operation, plan: dict) -> None:
     a_side, sa_b, sa_r, sa_k = plan["a"]
     b_side, sb_b, sb_k, sb_c = plan["b"]
     sc_r, sc_c = plan["out"]
-    fn = _kernel(ctx.mod, et, rows, plan["mode"], sc_c == 1)
     esize = 4 if et == "f32" else 8
+    if (plan["mode"] == "axpy" and k * cols * esize >= SPLIT_K_BYTES and k >= 2 * KPARTS * KB
+            and batch * KPARTS * rows * cols * esize <= PARTIAL_BYTES):
+        _emit_k_parts(ctx, op, plan, esize)
+        return
+    fn = _kernel(ctx.mod, et, rows, plan["mode"], sc_c == 1)
     nblocks = (cols + BLOCK - 1) // BLOCK
     c64 = em.const_i64
 
@@ -156,6 +167,62 @@ def emit_skinny_dot(ctx, op: Operation, plan: dict) -> None:
         em.for_range_dynamic(lo, hi, one)
     split_ranges(ctx, batch * nblocks, batch * rows * cols * max(k, 1), emit)
     ctx.mark_library(f"skinny.{plan['mode']}")
+
+
+def _emit_k_parts(ctx, op: Operation, plan: dict, esize: int) -> None:
+    """An axpy dot whose large operand does not fit the caches: k cut into KPARTS parts,
+    each (batch, part) a unit of work reading its rows of B from first to last into partial
+    results (on the arena), which are then added in part order. Columns split across
+    threads would each read a short piece of every row (a pattern that reaches half the
+    memory bandwidth or less). Fixed parts: the results do not depend on the threads."""
+    from axle.backends.cpu.parallel import split_ranges
+    from axle.ir.types import TensorType, element_type
+    em = ctx.em
+    et, rows, cols, k, batch = plan["et"], plan["rows"], plan["cols"], plan["k"], plan["batch"]
+    a_side, sa_b, sa_r, sa_k = plan["a"]
+    b_side, sb_b, sb_k, sb_c = plan["b"]
+    sc_r, sc_c = plan["out"]
+    t = _TYPES[et]
+    part = rows * cols
+    token = object()
+    ref = ctx.temp_ref(TensorType((batch * KPARTS * part,), element_type(et)), token)
+    fn = _kernel(ctx.mod, et, rows, "axpy", True)
+    c64 = em.const_i64
+
+    def at(ptr, elems):
+        b = ctx.b
+        return b.gep(b.bitcast(ptr, P8), [b.mul(elems, c64(esize))], inbounds=True)
+
+    def emit(lo, hi):
+        def one(u):
+            b = ctx.b
+            bi, p = b.udiv(u, c64(KPARTS)), b.urem(u, c64(KPARTS))
+            k0 = b.udiv(b.mul(p, c64(k)), c64(KPARTS))
+            k1 = b.udiv(b.mul(b.add(p, c64(1)), c64(k)), c64(KPARTS))
+            b.call(fn, [at(ctx.buffer(op.operands[a_side]), b.add(b.mul(bi, c64(sa_b)), b.mul(k0, c64(sa_k)))),
+                        at(ctx.buffer(op.operands[b_side]), b.add(b.mul(bi, c64(sb_b)), b.mul(k0, c64(sb_k)))),
+                        at(ctx.resolve(ref), b.mul(u, c64(part))), c64(0), c64(cols), b.sub(k1, k0),
+                        c64(sa_r), c64(sa_k), c64(sb_k), c64(sb_c), c64(cols), c64(1)])
+        em.for_range_dynamic(lo, hi, one)
+    split_ranges(ctx, batch * KPARTS, batch * rows * cols * k, emit)
+    tmp = ctx.b.bitcast(ctx.resolve(ref), t.as_pointer())
+    out = ctx.b.bitcast(ctx.buffer(op.results[0]), t.as_pointer())
+
+    def combine(bi, r):
+        def col(j):
+            b = ctx.b
+            e = b.add(b.mul(r, c64(cols)), j)
+            total = None
+            for p in range(KPARTS):  # in part order
+                x = b.load(b.gep(tmp, [b.add(b.mul(b.add(b.mul(bi, c64(KPARTS)), c64(p)), c64(part)), e)]))
+                total = x if total is None else b.fadd(total, x)
+            dst = b.add(b.mul(bi, c64(plan["c_batch"])), b.add(b.mul(r, c64(sc_r)), b.mul(j, c64(sc_c))))
+            b.store(total, b.gep(out, [dst]))
+        em.for_range_dynamic(c64(0), c64(cols), col)
+    em.for_range_dynamic(c64(0), c64(batch), lambda bi: em.for_range_dynamic(c64(0), c64(rows),
+                                                                              lambda r: combine(bi, r)))
+    ctx.release(token)
+    ctx.mark_library("skinny.axpy")
 
 
 # --- the generated functions ---------------------------------------------------------------
@@ -238,9 +305,9 @@ class _Gen:
             p = self.ptr(base, b.mul(b.add(col, _c(lane)), self.sc_c))
             b.store(b.extract_element(x, ir.Constant(ir.IntType(32), lane)), p).align = _align(self.t)
 
-    def loop(self, lo, hi, step, carried, body):
-        """for i = lo; i + step <= hi; i += step: carried = body(i, carried). Returns (i at
-        exit, carried at exit)."""
+    def loop(self, lo, hi, step, carried, body, last=False):
+        """for i = lo; i + step <= hi; i += step: carried = body(i, carried) (with `last`:
+        while i < hi, a last partial step included). Returns (i at exit, carried at exit)."""
         b = self.b
         pre = b.block
         head = b.append_basic_block("head")
@@ -255,7 +322,7 @@ class _Gen:
             p = b.phi(v.type)
             p.add_incoming(v, pre)
             phis.append(p)
-        b.cbranch(b.icmp_signed("<=", b.add(i, _c(step)), hi), loop_b, end)
+        b.cbranch(b.icmp_signed("<", i, hi) if last else b.icmp_signed("<=", b.add(i, _c(step)), hi), loop_b, end)
         b.position_at_end(loop_b)
         new = body(i, phis)
         nxt = b.add(i, _c(step))
@@ -268,17 +335,33 @@ class _Gen:
 
     # axpy: C[r, j..] = sum_k A[r, k] * B[k, j..]
     def axpy(self, unroll: int) -> None:
-        j = self.j0
-        for u, w in ((unroll, self.w), (1, self.w), (1, 1)):
-            j, _ = self.loop(j, self.j1, u * w, [], lambda jj, _c_, u=u, w=w: self._axpy_block(jj, u, w) or [])
+        """Blocks of u vectors of columns over k. With a contiguous output, k runs in blocks
+        of KB rows outside the column blocks (the accumulators stored into C and loaded
+        again between k blocks: the same fma chain), so that B is read row after row (KB
+        streams the prefetcher follows), not one short piece of every row per column
+        block."""
+        def columns(k0, k1):
+            j = self.j0
+            for u, w in ((unroll, self.w), (1, self.w), (1, 1)):
+                j, _ = self.loop(j, self.j1, u * w, [],
+                                 lambda jj, _c_, u=u, w=w: self._axpy_block(jj, u, w, k0, k1) or [])
+        if self.unit_out:
+            def kblock(k0, _):
+                b = self.b
+                k1 = b.add(k0, _c(KB))
+                columns(k0, b.select(b.icmp_signed("<", k1, self.k), k1, self.k))
+                return []
+            self.loop(_c(0), self.k, KB, [], kblock, last=True)
+        else:
+            columns(_c(0), self.k)
         self.b.ret_void()
 
-    def _axpy_block(self, j, u, w):
+    def _axpy_block(self, j, u, w, k0, k1):
+        """C[:, j .. j + u w) (+)= A[:, k0:k1] B[k0:k1, j .. j + u w) (= when k0 is 0)."""
         b = self.b
         rows = self.rows
         arows = [self.ptr(self.a, b.mul(_c(r), self.sa_r)) for r in range(rows)]
         bcol = self.ptr(self.bm, b.mul(j, self.sb_c))
-        init = [self.zero(w)] * (rows * u)
 
         def step(kk, acc):
             bk = self.ptr(bcol, b.mul(kk, self.sb_k))
@@ -289,10 +372,20 @@ class _Gen:
                 for v in range(u):
                     out[r * u + v] = self.fma(a, xs[v], acc[r * u + v], w)
             return out
-        _, acc = self.loop(_c(0), self.k, 1, init, step)
+        if self.unit_out:
+            first = b.icmp_unsigned("==", k0, _c(0))
+            init = [b.select(first, self.zero(w), self.load_c(_c(r), b.add(j, _c(v * w)), w))
+                    for r in range(rows) for v in range(u)]
+        else:
+            init = [self.zero(w)] * (rows * u)
+        _, acc = self.loop(k0, k1, 1, init, step)
         for r in range(rows):
             for v in range(u):
                 self.store(acc[r * u + v], _c(r), b.add(j, _c(v * w)), w)
+
+    def load_c(self, row, col, w):
+        b = self.b
+        return self.load(self.ptr(self.ptr(self.c, b.mul(row, self.sc_r)), col), w)
 
     # dot: C[r, j] = sum_k A[r, k] * B[j, k] (k contiguous in both)
     def dot(self, unroll: int) -> None:
