@@ -302,3 +302,20 @@ def test_cache_update_of_a_parameter_is_a_copy_and_the_update(min_work, monkeypa
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(twice, c + c)
         np.testing.assert_array_equal(c, keep)  # the argument is not written
+
+
+@pytest.mark.parametrize("bits", [128, 256, 512])
+def test_every_vector_width(bits, monkeypatch):
+    """The code for AVX2 hosts (Zen 3: 256-bit vectors, 16 registers, so fewer columns per
+    block) and SSE, emitted here as on such a host: numpy's results, in both modes, with
+    tails of vectors and of columns, f32 and f64."""
+    monkeypatch.setattr(kernels_dot_skinny, "_vector_bits", lambda: bits)
+    r = np.random.default_rng(bits)
+    for m in (1, 3, 7):
+        for dt, et in ((np.float32, "f32"), (np.float64, "f64")):
+            for ls, rs, lc, rc in (((m, 45), (45, 203), [1], [0]), ((m, 45), (203, 45), [1], [1])):
+                text, _ = _dot_text(ls, rs, [], [], lc, rc, et)
+                a, b = r.standard_normal(ls).astype(dt), r.standard_normal(rs).astype(dt)
+                exe = _compile(text)
+                assert f"_w{bits // int(et[1:])}" in exe._static.optimized_ir
+                np.testing.assert_allclose(exe(a, b), _reference(a, b, [], [], lc, rc), rtol=1e-5, atol=1e-4)

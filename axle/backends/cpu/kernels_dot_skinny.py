@@ -70,14 +70,18 @@ def _enabled() -> bool:
     return ENABLED[0]
 
 
-def _width(et: str) -> int:
+def _vector_bits() -> int:
+    """The host's vector width (target.py): 512 with AVX-512, 256 with AVX2 (Zen 3), else 128."""
     from axle.backends.cpu.target import CPU
-    return max(1, CPU.vector_bits // (32 if et == "f32" else 64))
+    return CPU.vector_bits
+
+
+def _width(et: str) -> int:
+    return max(1, _vector_bits() // (32 if et == "f32" else 64))
 
 
 def _registers() -> int:
-    from axle.backends.cpu.target import CPU
-    return 32 if CPU.vector_bits >= 512 else 16
+    return 32 if _vector_bits() >= 512 else 16
 
 
 def skinny_plan(op: Operation, ctx=None) -> Optional[dict]:
