@@ -27,9 +27,7 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
     operand, update = op.operands[0], op.operands[1]
     r = op.results[0]
     t, ut = _ty(r), _ty(update)
-    if not ctx.same_buffer(operand, r) and operand in em.buffers:  # a buffer: memcpy in pieces
-        copy_bytes(ctx, operand, r)
-    elif not ctx.same_buffer(operand, r):  # a large copy (a KV cache) is shared across the pool
+    if not ctx.same_buffer(operand, r):  # a large copy (a KV cache) is shared across the pool
         from axle.backends.cpu.parallel import outer_dim, split_loop
         et, shape = t.element_type, list(t.shape)
         split_loop(ctx, shape, outer_dim(shape), lambda idx: S.store(
@@ -44,32 +42,6 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
                 t.element_type)
 
     em.loop_nest(list(ut.shape), body)
-
-
-COPY_PIECE = 1 << 16  # bytes per memcpy of a buffer copy (pieces are claimed by the pool's threads)
-
-
-def copy_bytes(ctx: Context, src, dst) -> None:
-    """dst's buffer = src's buffer (same size) by llvm.memcpy, in COPY_PIECE pieces shared
-    across the pool when large: a few times faster than an element loop over a
-    multi-dimensional index."""
-    from axle.backends.cpu.parallel import split_ranges
-    from axle.codegen.plans.arena import nbytes
-    em = ctx.em
-    size = nbytes(_ty(dst))
-    p8 = ir.IntType(8).as_pointer()
-    i64 = ir.IntType(64)
-
-    def emit(lo, hi):
-        b = ctx.b
-        start = b.mul(lo, em.const_i64(COPY_PIECE))
-        end = b.mul(hi, em.const_i64(COPY_PIECE))
-        end = b.select(b.icmp_unsigned("<", end, em.const_i64(size)), end, em.const_i64(size))
-        s = b.gep(b.bitcast(ctx.buffer(src), p8), [start])
-        d = b.gep(b.bitcast(ctx.buffer(dst), p8), [start])
-        memcpy = ctx.mod.declare_intrinsic("llvm.memcpy", [p8, p8, i64])
-        b.call(memcpy, [d, s, b.sub(end, start), ir.Constant(ir.IntType(1), 0)])
-    split_ranges(ctx, (size + COPY_PIECE - 1) // COPY_PIECE, size // 4, emit)
 
 
 def _check_scatter(op: Operation) -> None:
