@@ -77,6 +77,8 @@ CASES = {
     "batched_rows": ((4, 6, 33), (4, 33, 290), [0], [0], [2], [1], "axpy"),
     "k_one": ((3, 1), (1, 40), [], [], [1], [0], "axpy"),
     "rows_and_cols_small": ((7, 9), (9, 3), [], [], [1], [0], "axpy"),
+    "W_times_few_columns": ((150, 37), (37, 3), [], [], [1], [0], "dot"),  # the small operand packed
+    "batched_strided_small": ((2, 40, 5), (2, 90, 40), [0], [0], [1], [2], "dot"),  # packed per batch
 }
 
 
@@ -142,7 +144,7 @@ def test_disabled_switch_takes_the_other_paths(monkeypatch):
     assert not any(lib.startswith("skinny") for lib in _libraries(exe))
 
 
-@pytest.mark.parametrize("name", ["xW", "xWt", "scores", "weighted", "batched_rows"])
+@pytest.mark.parametrize("name", ["xW", "xWt", "scores", "weighted", "batched_rows", "W_times_few_columns"])
 def test_split_equals_serial(name, monkeypatch):
     """Cut into (batch, block of columns) units claimed by the pool, or serial: same bits."""
     if not parallel.available():

@@ -116,19 +116,19 @@ def skinny_plan(op: Operation, ctx=None) -> Optional[dict]:
         sides.append((m, n, (0, sa_b, sa_m, sa_k), (1, sb_b, sb_k, sb_n), (n, 1)))
     if n <= MAX_ROWS:
         sides.append((n, m, (1, sb_b, sb_n, sb_k), (0, sa_b, sa_k, sa_m), (1, n)))
-    sides.sort(key=lambda x: x[0])
+    plans = []
     for rows, cols, a, bb, out in sides:
         col_unit = bb[3] == 1 or cols == 1
-        k_unit = bb[2] == 1 and a[3] == 1
+        k_unit = bb[2] == 1
         if col_unit and (cols >= w or not k_unit):
             mode = "axpy"
         elif k_unit:
-            mode = "dot"
+            mode = "dot"  # the small operand packed first when its k is strided
         else:
             continue
-        return dict(et=et, mode=mode, batch=batch, rows=rows, cols=cols, k=k, a=a, b=bb, out=out,
-                    c_batch=m * n)
-    return None
+        plans.append(dict(et=et, mode=mode, batch=batch, rows=rows, cols=cols, k=k, a=a, b=bb, out=out,
+                          c_batch=m * n, pack=mode == "dot" and a[3] != 1))
+    return min(plans, key=lambda p: (p["pack"], p["rows"]), default=None)  # no packing, fewest rows
 
 
 def _unroll(mode: str, rows: int) -> int:
@@ -153,10 +153,15 @@ def emit_skinny_dot(ctx, op: Operation, plan: dict) -> None:
     fn = _kernel(ctx.mod, et, rows, plan["mode"], sc_c == 1)
     nblocks = (cols + BLOCK - 1) // BLOCK
     c64 = em.const_i64
+    token = object()
+    packed = _pack_small(ctx, op, plan, token) if plan["pack"] else None
+    if packed is not None:
+        sa_b, sa_r, sa_k = rows * k, k, 1
 
     def at(v, elems):
         b = ctx.b
-        return b.gep(b.bitcast(ctx.buffer(v), P8), [b.mul(elems, c64(esize))], inbounds=True)
+        base = ctx.resolve(packed) if v is None else ctx.buffer(v)
+        return b.gep(b.bitcast(base, P8), [b.mul(elems, c64(esize))], inbounds=True)
 
     def emit(lo, hi):
         def one(u):
@@ -165,12 +170,40 @@ def emit_skinny_dot(ctx, op: Operation, plan: dict) -> None:
             j0 = b.mul(b.urem(u, c64(nblocks)), c64(BLOCK))
             j1 = b.add(j0, c64(BLOCK))
             j1 = b.select(b.icmp_unsigned("<", j1, c64(cols)), j1, c64(cols))
-            b.call(fn, [at(op.operands[a_side], b.mul(bi, c64(sa_b))), at(op.operands[b_side], b.mul(bi, c64(sb_b))),
+            b.call(fn, [at(None if packed is not None else op.operands[a_side], b.mul(bi, c64(sa_b))),
+                        at(op.operands[b_side], b.mul(bi, c64(sb_b))),
                         at(op.results[0], b.mul(bi, c64(plan["c_batch"]))), j0, j1, c64(k),
                         c64(sa_r), c64(sa_k), c64(sb_k), c64(sb_c), c64(sc_r), c64(sc_c)])
         em.for_range_dynamic(lo, hi, one)
     split_ranges(ctx, batch * nblocks, batch * rows * cols * max(k, 1), emit)
+    if packed is not None:
+        ctx.release(token)
     ctx.mark_library(f"skinny.{plan['mode']}")
+
+
+def _pack_small(ctx, op: Operation, plan: dict, token):
+    """The small operand copied into rows contiguous in k (batch x rows x k on the arena),
+    for the "dot" mode when its k is strided (W @ X with X of a few columns): a pass over
+    the small operand only. Returns the temporary's reference."""
+    from axle.ir.types import TensorType, element_type
+    em = ctx.em
+    et, rows, k, batch = plan["et"], plan["rows"], plan["k"], plan["batch"]
+    a_side, sa_b, sa_r, sa_k = plan["a"]
+    ref = ctx.temp_ref(TensorType((batch * rows * k,), element_type(et)), token)
+    pt = _TYPES[et].as_pointer()
+    c64 = em.const_i64
+    src = ctx.b.bitcast(ctx.buffer(op.operands[a_side]), pt)
+    dst = ctx.b.bitcast(ctx.resolve(ref), pt)
+
+    def row(bi, r):
+        def one(kk):
+            b = ctx.b
+            x = b.load(b.gep(src, [b.add(b.add(b.mul(bi, c64(sa_b)), b.mul(r, c64(sa_r))), b.mul(kk, c64(sa_k)))]))
+            b.store(x, b.gep(dst, [b.add(b.mul(b.add(b.mul(bi, c64(rows)), r), c64(k)), kk)]))
+        em.for_range_dynamic(c64(0), c64(k), one)
+    em.for_range_dynamic(c64(0), c64(batch), lambda bi: em.for_range_dynamic(c64(0), c64(rows),
+                                                                              lambda r: row(bi, r)))
+    return ref
 
 
 def _emit_k_parts(ctx, op: Operation, plan: dict, esize: int) -> None:
