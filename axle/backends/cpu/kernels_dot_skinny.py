@@ -3,42 +3,38 @@
 A dot whose lhs (or rhs) has at most MAX_ROWS free elements per batch is bound by reading
 the other operand once; BLAS would pack that operand (a copy per call) and run a register
 tile mostly of padding. Here the small operand gives R <= MAX_ROWS "rows", the large one N
-"columns", and both are read where they are, through their strides:
+"columns", and both are read where they are, through their strides
+(kernels_dot_skinny_ir.py emits the code):
 
-* "axpy" (the large operand's free dimension contiguous, e.g. x @ W, p @ V): for a block
-  of U vectors of columns, C[r, block] += A[r, k] * B[k, block] over k, with R x U vector
-  accumulators held in registers, one pass over each row of B.
-* "dot" (contracting dimension contiguous in both, e.g. q . K^T over a key cache): for J
-  columns at once, R x J vector accumulators along k, each reduced to a scalar by a fixed
-  tree of halvings, then the last k % W terms by scalar fma.
+* "axpy" (the large operand's free dimension contiguous, e.g. x @ W, p @ V): R x U vector
+  accumulators for U vectors of columns, k in blocks of rows, so B is read row by row.
+* "dot" (the large operand's contracting dimension contiguous, e.g. q . K^T over a key
+  cache, W @ v): R x J vector accumulators along k for J columns at once, summed by a
+  fixed tree. A small operand whose k is strided is packed first (a pass over it only).
 
 The vector width W is the host's (target.py: 16 f32 with AVX-512, 8 with AVX2), U and J as
 many as fit the registers (32 or 16). Work is split across the pool (parallel.py) by
-batch x blocks of BLOCK columns; a column's value is computed by the same sequence of
-operations whichever block or thread computes it (every path is an fma chain over k in
-order; the "dot" reduction tree does not depend on the grouping), so results do not
-depend on the number of threads. The code is one internal function per (type, R, mode,
-U or J, output layout) per module, called per (batch, block) with run-time strides.
+batch x blocks of BLOCK columns, or for an axpy dot over an operand beyond the caches by
+batch x KPARTS parts of k (partial results added in part order). Block and part
+boundaries depend on the shapes only, and a column's value is computed by the same
+sequence of operations whichever unit or thread computes it, so results do not depend on
+the number of threads.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from llvmlite import ir
-
+from axle.backends.cpu.kernels_dot_skinny_ir import KB, P8, TYPES, kernel
 from axle.codegen.emitter import _ty
 from axle.ir.core import Operation
 
 MAX_ROWS = 7  # dots with at most this many rows per batch (8 or more: BLAS / the GEMM kernels)
 BLOCK = 128  # columns per unit of parallel work (fixed: results do not depend on threads)
 MAX_UNROLL = 4  # vectors of columns per axpy block / columns per dot group (at most)
-KB = 16  # rows of B per block of the axpy k loop
 KPARTS = 8  # parts of k of an axpy dot over a large operand (fixed: results do not depend on threads)
 SPLIT_K_BYTES = 8 << 20  # large operand bytes (per batch, beyond the L2 caches) from which k is cut into parts
 PARTIAL_BYTES = 4 << 20  # most arena bytes for the parts' partial results
-I64 = ir.IntType(64)
-P8 = ir.IntType(8).as_pointer()
-_TYPES = {"f32": ir.FloatType(), "f64": ir.DoubleType()}
+_TYPES = TYPES
 
 
 def _run_stride(t, dims: list) -> Optional[int]:
@@ -262,226 +258,5 @@ def _emit_k_parts(ctx, op: Operation, plan: dict, esize: int) -> None:
     ctx.mark_library("skinny.axpy")
 
 
-# --- the generated functions ---------------------------------------------------------------
-
-def _kernel(mod: ir.Module, et: str, rows: int, mode: str, unit_out: bool) -> ir.Function:
-    """fn(a, b, c, j0, j1, k, sa_r, sa_k, sb_k, sb_c, sc_r, sc_c): columns [j0, j1) of C."""
-    unroll = _unroll(mode, rows)
-    name = f"axle_skinny_{et}_{mode}_r{rows}_u{unroll}_w{_width(et)}{'' if unit_out else '_s'}"
-    fn = mod.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P8, P8, P8] + [I64] * 9), name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    fn.attributes.add("noinline")
-    g = _Gen(mod, fn, _TYPES[et], _width(et), rows, unit_out)
-    (g.axpy if mode == "axpy" else g.dot)(unroll)
-    return fn
-
-
-class _Gen:
-    """Emits one kernel function with llvmlite's builder."""
-
-    def __init__(self, mod, fn, t, w, rows, unit_out):
-        self.mod, self.fn, self.t, self.w, self.rows, self.unit_out = mod, fn, t, w, rows, unit_out
-        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        (self.a, self.bm, self.c, self.j0, self.j1, self.k,
-         self.sa_r, self.sa_k, self.sb_k, self.sb_c, self.sc_r, self.sc_c) = fn.args
-        self.pt = t.as_pointer()
-        self.a, self.bm, self.c = (self.b.bitcast(x, self.pt) for x in (self.a, self.bm, self.c))
-
-    # helpers
-    def vt(self, w):
-        return self.t if w == 1 else ir.VectorType(self.t, w)
-
-    def zero(self, w):
-        return ir.Constant(self.vt(w), 0.0 if w == 1 else [0.0] * w)
-
-    def fma(self, x, y, z, w):
-        vt = self.vt(w)
-        suffix = ("v%d" % w if w > 1 else "") + ("f32" if self.t == ir.FloatType() else "f64")
-        f = self.mod.globals.get("llvm.fma." + suffix) or ir.Function(
-            self.mod, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma." + suffix)
-        return self.b.call(f, [x, y, z])
-
-    def load(self, ptr, w):
-        b = self.b
-        if w == 1:
-            x = b.load(ptr)
-        else:
-            x = b.load(b.bitcast(ptr, self.vt(w).as_pointer()))
-        x.align = _align(self.t)
-        return x
-
-    def ptr(self, base, *terms):
-        """base + sum of index terms (elements)."""
-        b = self.b
-        off = terms[0]
-        for x in terms[1:]:
-            off = b.add(off, x)
-        return b.gep(base, [off])
-
-    def splat(self, x, w):
-        if w == 1:
-            return x
-        b = self.b
-        v = b.insert_element(ir.Constant(self.vt(w), ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-        return b.shuffle_vector(v, ir.Constant(self.vt(w), ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), w), [0] * w))
-
-    def store(self, x, row, col, w):
-        """C[row, col .. col + w) = x."""
-        b = self.b
-        base = self.ptr(self.c, b.mul(row, self.sc_r))
-        if w == 1 or self.unit_out:
-            p = self.ptr(base, b.mul(col, self.sc_c))
-            st = b.store(x, p if w == 1 else b.bitcast(p, self.vt(w).as_pointer()))
-            st.align = _align(self.t)
-            return
-        for lane in range(w):
-            p = self.ptr(base, b.mul(b.add(col, _c(lane)), self.sc_c))
-            b.store(b.extract_element(x, ir.Constant(ir.IntType(32), lane)), p).align = _align(self.t)
-
-    def loop(self, lo, hi, step, carried, body, last=False):
-        """for i = lo; i + step <= hi; i += step: carried = body(i, carried) (with `last`:
-        while i < hi, a last partial step included). Returns (i at exit, carried at exit)."""
-        b = self.b
-        pre = b.block
-        head = b.append_basic_block("head")
-        loop_b = b.append_basic_block("body")
-        end = b.append_basic_block("end")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64)
-        i.add_incoming(lo, pre)
-        phis = []
-        for v in carried:
-            p = b.phi(v.type)
-            p.add_incoming(v, pre)
-            phis.append(p)
-        b.cbranch(b.icmp_signed("<", i, hi) if last else b.icmp_signed("<=", b.add(i, _c(step)), hi), loop_b, end)
-        b.position_at_end(loop_b)
-        new = body(i, phis)
-        nxt = b.add(i, _c(step))
-        for p, v in zip(phis, new):
-            p.add_incoming(v, b.block)
-        i.add_incoming(nxt, b.block)
-        b.branch(head)
-        b.position_at_end(end)
-        return i, phis
-
-    # axpy: C[r, j..] = sum_k A[r, k] * B[k, j..]
-    def axpy(self, unroll: int) -> None:
-        """Blocks of u vectors of columns over k. With a contiguous output, k runs in blocks
-        of KB rows outside the column blocks (the accumulators stored into C and loaded
-        again between k blocks: the same fma chain), so that B is read row after row (KB
-        streams the prefetcher follows), not one short piece of every row per column
-        block."""
-        def columns(k0, k1):
-            j = self.j0
-            for u, w in ((unroll, self.w), (1, self.w), (1, 1)):
-                j, _ = self.loop(j, self.j1, u * w, [],
-                                 lambda jj, _c_, u=u, w=w: self._axpy_block(jj, u, w, k0, k1) or [])
-        if self.unit_out:
-            def kblock(k0, _):
-                b = self.b
-                k1 = b.add(k0, _c(KB))
-                columns(k0, b.select(b.icmp_signed("<", k1, self.k), k1, self.k))
-                return []
-            self.loop(_c(0), self.k, KB, [], kblock, last=True)
-        else:
-            columns(_c(0), self.k)
-        self.b.ret_void()
-
-    def _axpy_block(self, j, u, w, k0, k1):
-        """C[:, j .. j + u w) (+)= A[:, k0:k1] B[k0:k1, j .. j + u w) (= when k0 is 0)."""
-        b = self.b
-        rows = self.rows
-        arows = [self.ptr(self.a, b.mul(_c(r), self.sa_r)) for r in range(rows)]
-        bcol = self.ptr(self.bm, b.mul(j, self.sb_c))
-
-        def step(kk, acc):
-            bk = self.ptr(bcol, b.mul(kk, self.sb_k))
-            xs = [self.load(self.ptr(bk, _c(v * w)), w) for v in range(u)]
-            out = list(acc)
-            for r in range(rows):
-                a = self.splat(self.load(self.ptr(arows[r], b.mul(kk, self.sa_k)), 1), w)
-                for v in range(u):
-                    out[r * u + v] = self.fma(a, xs[v], acc[r * u + v], w)
-            return out
-        if self.unit_out:
-            first = b.icmp_unsigned("==", k0, _c(0))
-            init = [b.select(first, self.zero(w), self.load_c(_c(r), b.add(j, _c(v * w)), w))
-                    for r in range(rows) for v in range(u)]
-        else:
-            init = [self.zero(w)] * (rows * u)
-        _, acc = self.loop(k0, k1, 1, init, step)
-        for r in range(rows):
-            for v in range(u):
-                self.store(acc[r * u + v], _c(r), b.add(j, _c(v * w)), w)
-
-    def load_c(self, row, col, w):
-        b = self.b
-        return self.load(self.ptr(self.ptr(self.c, b.mul(row, self.sc_r)), col), w)
-
-    # dot: C[r, j] = sum_k A[r, k] * B[j, k] (k contiguous in both)
-    def dot(self, unroll: int) -> None:
-        j = self.j0
-        for g in sorted({unroll, 1}, reverse=True):
-            j, _ = self.loop(j, self.j1, g, [], lambda jj, _c_, g=g: self._dot_group(jj, g) or [])
-        self.b.ret_void()
-
-    def _dot_group(self, j, g):
-        b = self.b
-        rows, w = self.rows, self.w
-        arows = [self.ptr(self.a, b.mul(_c(r), self.sa_r)) for r in range(rows)]
-        bcols = [self.ptr(self.bm, b.mul(b.add(j, _c(c)), self.sb_c)) for c in range(g)]
-        init = [self.zero(w)] * (rows * g)
-        kv = b.mul(b.udiv(self.k, _c(w)), _c(w))  # k rounded down to whole vectors
-
-        def step(kk, acc):
-            xs = [self.load(self.ptr(bc, kk), w) for bc in bcols]
-            out = list(acc)
-            for r in range(rows):
-                a = self.load(self.ptr(arows[r], kk), w)
-                for c in range(g):
-                    out[r * g + c] = self.fma(a, xs[c], acc[r * g + c], w)
-            return out
-        _, acc = self.loop(_c(0), kv, w, init, step) if w > 1 else (None, init)
-        sums = [self._hsum(x) for x in acc]
-
-        def tail(kk, s):
-            xs = [self.load(self.ptr(bc, kk), 1) for bc in bcols]
-            out = list(s)
-            for r in range(rows):
-                a = self.load(self.ptr(arows[r], kk), 1)
-                for c in range(g):
-                    out[r * g + c] = self.fma(a, xs[c], s[r * g + c], 1)
-            return out
-        _, sums = self.loop(kv if w > 1 else _c(0), self.k, 1, sums, tail)
-        for r in range(rows):
-            for c in range(g):
-                self.store(sums[r * g + c], _c(r), b.add(j, _c(c)), 1)
-
-    def _hsum(self, x):
-        """The sum of x's lanes by halving: lanes i and i + w/2 added, and so on."""
-        b = self.b
-        w = self.w
-        if w == 1:
-            return x
-        i32 = ir.IntType(32)
-        while w > 1:
-            h = w // 2
-            lo = b.shuffle_vector(x, ir.Constant(x.type, ir.Undefined), ir.Constant(ir.VectorType(i32, h), list(range(h))))
-            hi = b.shuffle_vector(x, ir.Constant(x.type, ir.Undefined), ir.Constant(ir.VectorType(i32, h), list(range(h, w))))
-            x = b.fadd(lo, hi)
-            w = h
-        return b.extract_element(x, ir.Constant(i32, 0))
-
-
-def _c(v):
-    return ir.Constant(I64, v)
-
-
-def _align(t) -> int:
-    return 4 if t == ir.FloatType() else 8
+def _kernel(mod, et: str, rows: int, mode: str, unit_out: bool):
+    return kernel(mod, et, rows, mode, unit_out, _unroll(mode, rows), _width(et))
