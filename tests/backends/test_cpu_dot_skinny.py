@@ -315,3 +315,19 @@ def test_every_vector_width(bits, monkeypatch):
                 exe = _compile(text)
                 assert f"_w{bits // int(et[1:])}" in exe._static.optimized_ir
                 np.testing.assert_allclose(exe(a, b), _reference(a, b, [], [], lc, rc), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("m", [1, 2, 5])
+def test_columns_summed_together_or_alone_give_the_same_bits(m, monkeypatch):
+    """The dot mode sums J columns' lanes in one merged tree, the last columns of a block
+    one by one: the same additions, so the same bits as one column at a time."""
+    text, _ = _dot_text((m, 70), (131, 70), [], [], [1], [1])
+    r = np.random.default_rng(m)
+    a, b = r.standard_normal((m, 70)).astype(np.float32), r.standard_normal((131, 70)).astype(np.float32)
+    grouped = _compile(text)
+    assert "skinny.dot" in _libraries(grouped)
+    real = kernels_dot_skinny._unroll
+    monkeypatch.setattr(kernels_dot_skinny, "_unroll", lambda mode, rows: 1 if mode == "dot" else real(mode, rows))
+    single = _compile(text)
+    assert "_u1_" in single._static.optimized_ir and "_u1_" not in grouped._static.optimized_ir
+    np.testing.assert_array_equal(grouped(a, b), single(a, b))

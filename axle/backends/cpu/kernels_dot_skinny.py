@@ -131,7 +131,8 @@ def _unroll(mode: str, rows: int) -> int:
     regs = _registers()
     if mode == "axpy":  # rows x U accumulators, U loads, one broadcast
         return max(1, min(MAX_UNROLL, (regs - 2) // (rows + 1)))
-    return max(1, min(2 * MAX_UNROLL, (regs - rows) // (rows + 1)))  # rows x J accumulators, J + rows loads
+    j = max(1, min(2 * MAX_UNROLL, (regs - rows) // (rows + 1)))  # rows x J accumulators, J + rows loads
+    return 1 << (j.bit_length() - 1)  # a power of two: the J sums of a row reduced together
 
 
 def emit_skinny_dot(ctx, op: Operation, plan: dict) -> None:

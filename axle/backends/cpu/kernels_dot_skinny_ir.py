@@ -206,7 +206,10 @@ class _Gen:
                     out[r * g + c] = self.fma(a, xs[c], acc[r * g + c], w)
             return out
         _, acc = self.loop(_c(0), kv, w, init, step) if w > 1 else (None, init)
-        sums = [self._hsum(x) for x in acc]
+        if g > 1 and w >= g and g & (g - 1) == 0:  # the g columns of a row summed together
+            sums = [x for r in range(rows) for x in self._hsums(acc[r * g:(r + 1) * g])]
+        else:
+            sums = [self._hsum(x) for x in acc]
 
         def tail(kk, s):
             xs = [self.load(self.ptr(bc, kk), 1) for bc in bcols]
@@ -220,6 +223,33 @@ class _Gen:
         for r in range(rows):
             for c in range(g):
                 self.store(sums[r * g + c], _c(r), b.add(j, _c(c)), 1)
+
+    def _hsums(self, xs: list) -> list:
+        """The lane sums of a power-of-two count of vectors, by the additions _hsum makes
+        (lanes i and i + s/2 of each s-lane half, and so on: the same bits), two vectors
+        merged into one at each step: [x's columns, y's columns], each column keeping half
+        its lanes. About log2(g) times fewer shuffles and adds than g separate trees."""
+        b = self.b
+        w = self.w
+        s = w  # lanes per column
+        while len(xs) > 1:
+            n = w // s  # columns per vector
+            h = s // 2
+            merged = []
+            for x, y in zip(xs[0::2], xs[1::2]):
+                lo = [c * s + i for c in range(n) for i in range(h)]
+                lo += [w + i for i in lo]
+                merged.append(b.fadd(b.shuffle_vector(x, y, _lanes(lo)), b.shuffle_vector(x, y, _lanes([i + h for i in lo]))))
+            xs, s = merged, h
+        x = xs[0]
+        n = w // s  # columns in the one vector left
+        while s > 1:
+            h = s // 2
+            lo = [c * s + i for c in range(n) for i in range(h)]
+            undef = ir.Constant(x.type, ir.Undefined)
+            x = b.fadd(b.shuffle_vector(x, undef, _lanes(lo)), b.shuffle_vector(x, undef, _lanes([i + h for i in lo])))
+            s = h
+        return [b.extract_element(x, ir.Constant(ir.IntType(32), c)) for c in range(n)]
 
     def _hsum(self, x):
         """The sum of x's lanes by halving: lanes i and i + w/2 added, and so on."""
