@@ -3,10 +3,10 @@
 read and written through run-time element strides.
 
 * axpy (B's columns contiguous): blocks of U vectors of columns, R x U accumulators in
-  registers, k in blocks of KB rows outside the column blocks when C is contiguous (the
-  accumulators stored and reloaded between k blocks: the same fma chain), so B is read
-  row after row; then single vectors, then single columns (scalar fma: the same
-  arithmetic per lane).
+  registers, k in blocks of KB rows outside the column blocks when C is contiguous (each
+  block's fma chain starts from zero and its sum is added to C's: B is read row after
+  row, and a sum is K / KB + KB additions deep instead of K); then single vectors, then
+  single columns (scalar fma: the same arithmetic per lane).
 * dot (A's rows and B's columns contiguous in k): J columns at once, R x J vector
   accumulators along k, each summed by a fixed tree of halvings, then the last k % W
   terms by scalar fma; then single columns by the same code.
@@ -131,10 +131,9 @@ class _Gen:
     # axpy: C[r, j..] = sum_k A[r, k] * B[k, j..]
     def axpy(self, unroll: int) -> None:
         """Blocks of u vectors of columns over k. With a contiguous output, k runs in blocks
-        of KB rows outside the column blocks (the accumulators stored into C and loaded
-        again between k blocks: the same fma chain), so that B is read row after row (KB
-        streams the prefetcher follows), not one short piece of every row per column
-        block."""
+        of KB rows outside the column blocks (each block's sums added to C's), so that B is
+        read row after row (KB streams the prefetcher follows), not one short piece of
+        every row per column block."""
         def columns(k0, k1):
             j = self.j0
             for u, w in ((unroll, self.w), (1, self.w), (1, 1)):
@@ -152,7 +151,8 @@ class _Gen:
         self.b.ret_void()
 
     def _axpy_block(self, j, u, w, k0, k1):
-        """C[:, j .. j + u w) (+)= A[:, k0:k1] B[k0:k1, j .. j + u w) (= when k0 is 0)."""
+        """C[:, j .. j + u w) (+)= A[:, k0:k1] B[k0:k1, j .. j + u w) (= when k0 is 0): an fma
+        chain over the block's rows from zero, then added to C."""
         b = self.b
         rows = self.rows
         arows = [self.ptr(self.a, b.mul(_c(r), self.sa_r)) for r in range(rows)]
@@ -167,13 +167,11 @@ class _Gen:
                 for v in range(u):
                     out[r * u + v] = self.fma(a, xs[v], acc[r * u + v], w)
             return out
-        if self.unit_out:
+        _, acc = self.loop(k0, k1, 1, [self.zero(w)] * (rows * u), step)
+        if self.unit_out:  # the block's sum added to C's (a sum of KB-row sums: K / KB + KB additions deep)
             first = b.icmp_unsigned("==", k0, _c(0))
-            init = [b.select(first, self.zero(w), self.load_c(_c(r), b.add(j, _c(v * w)), w))
-                    for r in range(rows) for v in range(u)]
-        else:
-            init = [self.zero(w)] * (rows * u)
-        _, acc = self.loop(k0, k1, 1, init, step)
+            acc = [b.select(first, x, b.fadd(self.load_c(_c(i // u), b.add(j, _c(i % u * w)), w), x))
+                   for i, x in enumerate(acc)]
         for r in range(rows):
             for v in range(u):
                 self.store(acc[r * u + v], _c(r), b.add(j, _c(v * w)), w)
