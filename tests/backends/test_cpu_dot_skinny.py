@@ -70,7 +70,7 @@ CASES = {
     "xWt": ((5, 70), (133, 70), [], [], [1], [1], "dot"),  # x . W^T: k contiguous in both
     "xtW": ((37, 4), (37, 150), [], [], [0], [0], "axpy"),  # lhs stored transposed
     "Wx": ((150, 37), (37,), [], [], [1], [0], "dot"),  # matrix @ vector
-    "xtWt_rhs_small": ((37, 150), (2, 37), [], [], [0], [1], "axpy"),  # the rhs has the 2 rows
+    "xtW_rhs_one_row": ((37, 150), (1, 37), [], [], [0], [1], "axpy"),  # the rhs has the one row
     "vec_vec": ((70,), (70,), [], [], [0], [0], "dot"),
     "scores": ((2, 3, 1, 20), (2, 3, 67, 20), [0, 1], [0, 1], [3], [3], "dot"),  # q . K over a cache
     "weighted": ((2, 3, 1, 67), (2, 3, 67, 20), [0, 1], [0, 1], [3], [2], "axpy"),  # p @ V
@@ -130,11 +130,16 @@ def test_special_values_propagate():
     np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)])
 
 
-def test_wide_rows_are_not_taken():
-    """Eight rows or more on both sides: not this kernel (BLAS / the GEMM kernels)."""
-    text, _ = _dot_text((8, 40), (40, 50), [], [], [1], [0])
+@pytest.mark.parametrize("ls,rs,lc,rc", [((8, 40), (40, 50), [1], [0]), ((37, 150), (2, 37), [0], [1])])
+def test_layouts_not_taken(ls, rs, lc, rc):
+    """Eight rows or more on both sides (BLAS / the GEMM kernels), or axpy results that
+    would be stored lane by lane (the rhs holding 2-7 rows): other paths, right results."""
+    text, _ = _dot_text(ls, rs, [], [], lc, rc)
     exe = _compile(text)
     assert not any(lib.startswith("skinny") for lib in _libraries(exe))
+    r = np.random.default_rng(1)
+    a, b = r.standard_normal(ls).astype(np.float32), r.standard_normal(rs).astype(np.float32)
+    np.testing.assert_allclose(exe(a, b), _reference(a, b, [], [], lc, rc), rtol=1e-5, atol=1e-4)
 
 
 def test_disabled_switch_takes_the_other_paths(monkeypatch):
@@ -259,11 +264,11 @@ def test_jax_scan_and_decode_attention_match_jax():
 @pytest.mark.parametrize("rows,k,n,parts_bytes", [(1, 1000, 300, 1), (3, 517, 77, 1), (2, 600, 40, 1 << 62)])
 def test_k_parts_over_a_large_operand(rows, k, n, parts_bytes, monkeypatch):
     """k cut into parts (the large-operand path, forced small here), partials added in
-    part order: numpy's result; split across the pool or serial: the same bits; a layout
-    whose output is strided (the rhs holds the rows) too."""
+    part order: numpy's result; split across the pool or serial: the same bits; also with
+    the rhs holding the one row."""
     monkeypatch.setattr(kernels_dot_skinny, "SPLIT_K_BYTES", parts_bytes)
     r = np.random.default_rng(k)
-    for ls, rs, lc, rc in (((rows, k), (k, n), [1], [0]), ((k, n), (rows, k), [0], [1])):
+    for ls, rs, lc, rc in (((rows, k), (k, n), [1], [0]), ((k, n), (1, k), [0], [1])):
         text, _ = _dot_text(ls, rs, [], [], lc, rc)
         a, b = r.standard_normal(ls).astype(np.float32), r.standard_normal(rs).astype(np.float32)
         par = _compile(text, 1, monkeypatch)

@@ -117,6 +117,8 @@ def skinny_plan(op: Operation, ctx=None) -> Optional[dict]:
         col_unit = bb[3] == 1 or cols == 1
         k_unit = bb[2] == 1
         if col_unit and (cols >= w or not k_unit):
+            if out[1] != 1 and rows > 1:
+                continue  # vector results stored lane by lane: LLVM takes 0.3-0.5 s over that code
             mode = "axpy"
         elif k_unit:
             mode = "dot"  # the small operand packed first when its k is strided
