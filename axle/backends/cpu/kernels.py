@@ -239,6 +239,11 @@ def emit_dot(ctx: Context, op: Operation) -> None:
     if lowp is not None:  # int8 / bf16 with the host's dot-product instructions
         emit_lowp_dot(ctx, op, lowp)
         return
+    from axle.backends.cpu.kernels_dot_skinny import emit_skinny_dot, skinny_plan
+    skinny = skinny_plan(op, ctx)
+    if skinny is not None:  # fewer than 8 rows: matrix-vector, decode attention
+        emit_skinny_dot(ctx, op, skinny)
+        return
     from axle.backends.cpu import blas
     shape = blas.gemm_shape(op)
     if shape is not None:
