@@ -58,12 +58,12 @@ def _host_jit(text: str, exports: list):
     jit = llvm.create_lljit_compiler(_host_machine())  # (each JIT owns its machine)
     _count[0] += 1
     tracker = lib.link(jit, f"axle_sim_{_count[0]}")
-    _LINKED.append((jit, tracker))  # never disposed (see backends/cpu/llvm_env.py's _LINKED)
+    # freed with the handle: a JIT kept for the process holds its memory mappings for good
+    # (see backends/cpu/llvm_env.py, below link_object)
     return (jit, tracker), {name: tracker[name] for name in exports}
 
 
 _count = [0]
-_LINKED: list = []
 
 
 def _host_machine():
