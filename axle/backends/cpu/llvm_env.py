@@ -112,14 +112,14 @@ def link_object(obj: bytes, exports: list[str]):
     The code lives as long as the handle: whoever calls it keeps the handle (see below)."""
     with _LOCK:
         _init()
-        _check_mappings()
         lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)
         for name in exports:
             lib.export_symbol(name)
         with phase("llvm.link", object_bytes=len(obj)):
-            jit = llvm.create_lljit_compiler(target_machine())
+            # JITLink, not RuntimeDyld: see "One allocation per object" below
+            jit = llvm.create_lljit_compiler(target_machine(), use_jit_link=True)
             _link_count[0] += 1
             tracker = lib.link(jit, f"axle_{_link_count[0]}")
             addresses = {name: tracker[name] for name in exports}
@@ -128,68 +128,29 @@ def link_object(obj: bytes, exports: list[str]):
 
 _link_count = [0]
 
-# Why a JIT is freed with its handle, and the check before each link (the "intermittent
-# SIGABRT inside orcjit.link"). Each link maps its code and its read-only data with mmap
-# (llvmlite's LLJIT: RuntimeDyld and one SectionMemoryManager per object), so every live
-# JIT holds at least two memory mappings, and Linux caps the mappings of a process
-# (/proc/sys/vm/max_map_count, 65530 by default). When mmap fails, LLVM prints "LLVM ERROR:
-# Unable to allocate section memory!" and calls abort() inside the link; under pytest the
-# message went to the captured stderr, so the worker died with nothing printed. Keeping
-# every JIT for the life of the process (the old _LINKED list) made that certain in a
-# long-lived process: 2 mappings per link, the abort after ~32,700 links of a small
-# program (benchmarks/results/jitabort.md). Freeing a JIT is sound: disposing its resource
-# tracker deregisters its EH frames from libgcc before unmapping the code (checked by
-# interposing __register_frame/__deregister_frame over 3000 link-and-free cycles: every
-# frame deregistered once, none unknown; tests/backends/test_jit_lifetime.py checks that
-# a freed program's FDE leaves libgcc's registry). The live JITs are then bounded by the
-# caches (--memory_cache_programs) and the programs the caller holds; the check below turns
-# the abort into a Python error should a process still come near the kernel's cap.
-_MAPS_MARGIN = 1024  # mappings left for the rest of the process (thread stacks, large arrays)
-_MAPS_PER_LINK = 16  # an upper bound on the mappings one link adds (a block per section kind, stubs)
-_maps = {"count": -1, "links": 0}  # the last count read, links since
-
-
-def _max_map_count() -> int:
-    """The kernel's cap on this process's memory mappings (0: unknown, not Linux)."""
-    try:
-        with open("/proc/sys/vm/max_map_count") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 0
-
-
-def mapping_count() -> int:
-    """This process's memory mappings now (0 where /proc is not there)."""
-    try:
-        with open("/proc/self/maps", "rb") as f:
-            return f.read().count(b"\n")
-    except OSError:
-        return 0
-
-
-def _check_mappings() -> None:
-    """Refuse a link (MemoryError) that could exhaust the kernel's mappings: LLVM would abort
-    the process. /proc/self/maps is read only when the links since the last reading could
-    have come near the cap; then unreferenced programs are collected before refusing."""
-    cap = _max_map_count()
-    if not cap:
-        return
-    room = cap - _MAPS_MARGIN
-    if 0 <= _maps["count"] and _maps["count"] + _MAPS_PER_LINK * (_maps["links"] + 1) < room:
-        _maps["links"] += 1
-        return
-    count = mapping_count()
-    if count + _MAPS_PER_LINK >= room:
-        import gc
-        gc.collect()  # programs nobody holds any more free their JITs
-        count = mapping_count()
-    _maps.update(count=count, links=1)
-    if count + _MAPS_PER_LINK >= room:
-        raise MemoryError(
-            f"JIT link refused: this process holds {count} memory mappings and the kernel allows "
-            f"{cap} (/proc/sys/vm/max_map_count); LLVM would abort the process when it cannot map "
-            f"the code. Drop compiled programs you no longer call (or lower "
-            f"--memory_cache_programs), or raise vm.max_map_count.")
+# One allocation per object (the "intermittent SIGABRT inside orcjit.link"). llvmlite's
+# default LLJIT links with RuntimeDyld, whose SectionMemoryManager maps an object's code,
+# read-only data and writable data with separate mmap calls, wherever the kernel finds room.
+# The object's code reaches its constants and the .eh_frame reaches the code through 32-bit
+# PC-relative relocations (small code model), so the link is only right when they land
+# within 2 GiB of each other. In a long-lived process the free gaps get scattered (thousands
+# of JITs, jaxlib, large arrays come and go) and one day the data went 2 GiB away from the
+# code: RuntimeDyldELF's `assert(isInt<32>(RealOffset))` (llvmlite's LLVM keeps assertions)
+# aborted the process; under pytest the message went to the captured stderr, so the worker
+# died with nothing printed. Native stack of one such abort (a full test run, xdist worker):
+#   abort <- __assert_fail("isInt<32>(RealOffset)", RuntimeDyldELF.cpp:318)
+#   <- RuntimeDyldELF::resolveX86_64Relocation <- RuntimeDyldImpl::resolveLocalRelocations
+#   <- RuntimeDyldImpl::finalizeAsync <- jitLinkForORC <- RTDyldObjectLinkingLayer::emit
+#   <- ... <- LLJIT::lookup <- LLVMPY_LLJIT_Link
+# JITLink (use_jit_link=True) lays out all of an object's segments in one allocation and
+# reports an out-of-range fixup as an error instead; EH frames are still registered with
+# libgcc, and deregistered when the JIT is freed. tests/backends/test_jit_lifetime.py makes
+# the far placement happen on purpose (benchmarks/results/jitabort.md: the whole story).
+#
+# A JIT lives as long as its handle (the program, the runtime's module state): every live
+# JIT holds a few memory mappings, and keeping all of them for the process (as was tried
+# against this abort) only moves it to the kernel's cap on mappings (vm.max_map_count,
+# 65530): "Unable to allocate section memory!" after ~32,700 links with RuntimeDyld.
 
 
 def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
