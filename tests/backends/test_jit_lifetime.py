@@ -138,6 +138,24 @@ def test_an_object_is_linked_in_one_piece_when_free_space_is_scattered():
     np.testing.assert_array_equal(np.array(r.stdout.split(), dtype=np.float32), x * 1.25 + 3.25)
 
 
+def test_a_link_near_the_mapping_cap_raises_instead_of_aborting(probe_object, monkeypatch):
+    """At the kernel's cap on mappings (vm.max_map_count) LLVM aborts inside the link (JITLink
+    too: an assertion on its failed allocation); the link is refused with an error first."""
+    linking.link_object(probe_object, ["axle_probe"])
+    gc.collect()
+    cap = llvm_env.mapping_count() + llvm_env._MAPS_MARGIN + 200
+    monkeypatch.setattr(llvm_env, "_max_map_count", lambda: cap)
+    monkeypatch.setitem(llvm_env._maps, "count", -1)
+    kept = []
+    with pytest.raises(MemoryError, match="max_map_count"):
+        for _ in range(1000):
+            kept.append(linking.link_object(probe_object, ["axle_probe"]))
+    assert 10 <= len(kept) < 200
+    kept.clear()  # once the programs are dropped, linking works again
+    handle, addresses = linking.link_object(probe_object, ["axle_probe"])
+    np.testing.assert_array_equal(_call(addresses), np.arange(8, dtype=np.float32) * 1.25 + 3.25)
+
+
 def test_evicted_programs_free_their_jits(monkeypatch):
     """Programs compiled through axle and dropped (evicted from the memory cache, no caller
     holding them) leave no mappings behind."""
