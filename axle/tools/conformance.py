@@ -262,10 +262,10 @@ def run_all(cases: list[Case], backend: str, passes: str, jobs: int, timeout: fl
             show(len(results))
     else:
         ctx = mp.get_context("fork")
-        # a worker is replaced after 50 chunks (200 cases): every compiled case leaves its
-        # JIT in the worker for good (backends/cpu/llvm_env.py), and the long-lived workers
-        # of a whole-tree run were where LLVM's link aborted now and then (SIGABRT, cause
-        # not found yet); fresh workers keep each process's JIT state small
+        # a worker is replaced after 50 chunks (200 cases), which bounds what one process
+        # accumulates. (The SIGABRT that long-lived workers hit inside LLVM's link was
+        # RuntimeDyld placing an object's code and data >2 GiB apart; llvm_env.py links
+        # with JITLink since, in one allocation per object.)
         with ctx.Pool(jobs, maxtasksperchild=50) as pool:
             for r in pool.imap_unordered(_worker, work, chunksize=4):
                 results.append(r)

@@ -108,31 +108,98 @@ def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
 def link_object(obj: bytes, exports: list[str]):
     """JIT-link object code into this process; returns (keep-alive handle, {name: address}).
     Symbols the process does not export come from EXTERNAL_SYMBOLS only: a program that calls
-    BLAS, the thread pool or LAPACK is linked by linking.link_object, which registers them."""
+    BLAS, the thread pool or LAPACK is linked by linking.link_object, which registers them.
+    The code lives as long as the handle: whoever calls it keeps the handle (see below)."""
     with _LOCK:
         _init()
+        _check_mappings()
         lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)
         for name in exports:
             lib.export_symbol(name)
         with phase("llvm.link", object_bytes=len(obj)):
-            jit = llvm.create_lljit_compiler(target_machine())
+            # JITLink, not RuntimeDyld: see "One allocation per object" below
+            jit = llvm.create_lljit_compiler(target_machine(), use_jit_link=True)
             _link_count[0] += 1
             tracker = lib.link(jit, f"axle_{_link_count[0]}")
             addresses = {name: tracker[name] for name in exports}
-            _LINKED.append((jit, tracker))
         return (jit, tracker), addresses
 
 
 _link_count = [0]
-# Every JIT linked in this process stays alive until the process ends, even when the
-# program's entry leaves the memory cache (caches bound the index, not the code). Once the
-# memory cache was bounded, evicted programs were freed, and test runs aborted inside a
-# later link (SIGABRT, nothing printed). llvmlite disposes a (jit, resource tracker) pair in
-# whatever order the garbage collector frees them, and a tracker disposed after its LLJIT
-# touches a freed session; keeping both alive rules that out.
-_LINKED: list = []
+
+# One allocation per object (the "intermittent SIGABRT inside orcjit.link"). llvmlite's
+# default LLJIT links with RuntimeDyld, whose SectionMemoryManager maps an object's code,
+# read-only data and writable data with separate mmap calls, wherever the kernel finds room.
+# The object's code reaches its constants and the .eh_frame reaches the code through 32-bit
+# PC-relative relocations (small code model), so the link is only right when they land
+# within 2 GiB of each other. In a long-lived process the free gaps get scattered (thousands
+# of JITs, jaxlib, large arrays come and go) and one day the data went 2 GiB away from the
+# code: RuntimeDyldELF's `assert(isInt<32>(RealOffset))` (llvmlite's LLVM keeps assertions)
+# aborted the process; under pytest the message went to the captured stderr, so the worker
+# died with nothing printed. Native stack of one such abort (a full test run, xdist worker):
+#   abort <- __assert_fail("isInt<32>(RealOffset)", RuntimeDyldELF.cpp:318)
+#   <- RuntimeDyldELF::resolveX86_64Relocation <- RuntimeDyldImpl::resolveLocalRelocations
+#   <- RuntimeDyldImpl::finalizeAsync <- jitLinkForORC <- RTDyldObjectLinkingLayer::emit
+#   <- ... <- LLJIT::lookup <- LLVMPY_LLJIT_Link
+# JITLink (use_jit_link=True) lays out all of an object's segments in one allocation, so
+# the references between them are always in reach; EH frames are still registered with
+# libgcc, and deregistered when the JIT is freed. tests/backends/test_jit_lifetime.py makes
+# the far placement happen on purpose (benchmarks/results/jitabort.md: the whole story).
+#
+# A JIT lives as long as its handle (the program, the runtime's module state): every live
+# JIT holds two or more memory mappings, and keeping all of them for the process (as was
+# tried against this abort) only moves it to the kernel's cap on mappings (vm.max_map_count,
+# 65530), where LLVM aborts as well: after ~32,700 links of a small program, RuntimeDyld with
+# "Unable to allocate section memory!", JITLink with an assertion on its failed allocation.
+# _check_mappings turns that into a MemoryError before the link.
+_MAPS_MARGIN = 1024  # mappings left for the rest of the process (thread stacks, large arrays)
+_MAPS_PER_LINK = 16  # an upper bound on the mappings one link adds (a block per section kind, stubs)
+_maps = {"count": -1, "links": 0}  # the last count read, links since
+
+
+def _max_map_count() -> int:
+    """The kernel's cap on this process's memory mappings (0: unknown, not Linux)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 0
+
+
+def mapping_count() -> int:
+    """This process's memory mappings now (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return 0
+
+
+def _check_mappings() -> None:
+    """Refuse a link (MemoryError) that could exhaust the kernel's mappings: LLVM would abort
+    the process. /proc/self/maps is read only when the links since the last reading could
+    have come near the cap; then unreferenced programs are collected before refusing."""
+    cap = _max_map_count()
+    if not cap:
+        return
+    room = cap - _MAPS_MARGIN
+    if 0 <= _maps["count"] and _maps["count"] + _MAPS_PER_LINK * (_maps["links"] + 1) < room:
+        _maps["links"] += 1
+        return
+    count = mapping_count()
+    if count + _MAPS_PER_LINK >= room:
+        import gc
+        gc.collect()  # programs nobody holds any more free their JITs
+        count = mapping_count()
+    _maps.update(count=count, links=1)
+    if count + _MAPS_PER_LINK >= room:
+        raise MemoryError(
+            f"JIT link refused: this process holds {count} memory mappings and the kernel allows "
+            f"{cap} (/proc/sys/vm/max_map_count); LLVM would abort the process when it cannot map "
+            f"the code. Drop compiled programs you no longer call (or lower "
+            f"--memory_cache_programs), or raise vm.max_map_count.")
 
 
 def compile_ir(ir_text: str, exports: list[str], opt: int = 3):

@@ -55,15 +55,16 @@ def _host_jit(text: str, exports: list):
     lib = llvm.JITLibraryBuilder().add_ir(str(mod)).add_current_process()
     for name in exports:
         lib.export_symbol(name)
-    jit = llvm.create_lljit_compiler(_host_machine())  # (each JIT owns its machine)
+    # (each JIT owns its machine; JITLink keeps the object in one allocation: llvm_env.py)
+    jit = llvm.create_lljit_compiler(_host_machine(), use_jit_link=True)
     _count[0] += 1
     tracker = lib.link(jit, f"axle_sim_{_count[0]}")
-    _LINKED.append((jit, tracker))  # never disposed (see backends/cpu/llvm_env.py's _LINKED)
+    # freed with the handle: a JIT kept for the process holds its memory mappings for good
+    # (see backends/cpu/llvm_env.py, below link_object)
     return (jit, tracker), {name: tracker[name] for name in exports}
 
 
 _count = [0]
-_LINKED: list = []
 
 
 def _host_machine():
