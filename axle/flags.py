@@ -41,7 +41,7 @@ FLAGS = {f.name: f for f in [
                                   "then uses 256-bit Haswell kernels), switch OpenBLAS to its SkylakeX "
                                   "kernels before axle's first GEMM (blas.py); false: leave OpenBLAS as it is"),
     Flag("cpu_compile_threads", 0, "threads LLVM compiles one CPU program on (its kernels split into "
-                                   "modules, llvm_split.py); 0: one per core, 1: the whole module on "
+                                   "modules, codegen/llvm_split.py); 0: one per core, 1: the whole module on "
                                    "the calling thread"),
     Flag("explain_cache_misses", False, "on every compile that misses the in-memory cache, log (logger "
                                         "'axle.compile', level WARNING) which part of the cache key "

@@ -12,7 +12,7 @@ import pytest
 import axle
 from axle.backends.cpu import disk_cache, llvm_env
 from axle.backends.cpu import executable as cpu_exe
-from axle.backends.cpu.llvm_split import SMALL_CONSTANT, split_module
+from axle.codegen.llvm_split import SMALL_CONSTANT, split_module
 
 BIG = ", ".join(f"float {float(i)}" for i in range(SMALL_CONSTANT // 8))
 N_BIG = SMALL_CONSTANT // 8

@@ -91,7 +91,7 @@ def host_cpu() -> tuple[str, str]:
 
 def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
     """Parse, verify and optimize LLVM IR; returns (optimized IR text, object code). A module
-    with kernels worth splitting (llvm_split.py) is compiled as several modules on as many
+    with kernels worth splitting (axle/codegen/llvm_split.py) is compiled as several modules on as many
     threads (--cpu_compile_threads), each in its own LLVM context; its object code is then
     those objects packed into one (pack_objects), which link_object takes apart again."""
     with _LOCK:
@@ -137,7 +137,7 @@ def _split(ir_text: str):
         _raw("LLVMPY_ParseAssembly")
     except (NameError, AttributeError):  # pragma: no cover - another llvmlite layout
         return None
-    from axle.backends.cpu.llvm_split import split_module
+    from axle.codegen.llvm_split import split_module
     return split_module(ir_text, n)
 
 

@@ -3,7 +3,7 @@
 LLVM spends most of a cold compile in optimization and machine code generation, one function
 after another on one thread. A program's kernels are separate functions (`noinline` kernel
 functions called by `axle_entry`, their `.par` bodies passed to the thread pool by address),
-so they can be compiled in separate LLVM contexts on separate threads (llvm_env.py) and the
+so they can be compiled in separate LLVM contexts on separate threads (backends/cpu/llvm_env.py) and the
 objects linked into one JIT. `split_module(text, parts)` groups the functions so that:
 
 * a function stays with every function it calls directly unless the callee is `noinline`
