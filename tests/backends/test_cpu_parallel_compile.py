@@ -224,25 +224,3 @@ def test_programs_compiled_on_several_threads_at_once(monkeypatch):
         for a, b in zip(results[k], ref):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
 
-
-def test_garbage_collector_paused_during_code_generation_only(monkeypatch):
-    import gc
-
-    from axle.backends.cpu import compiler
-    seen = []
-    real = compiler._compile_function
-
-    def spy(*a, **k):
-        seen.append(gc.isenabled())
-        return real(*a, **k)
-
-    monkeypatch.setattr(compiler, "_compile_function", spy)
-    assert gc.isenabled()
-    _compile(monkeypatch, 1)
-    assert seen == [False] and gc.isenabled()
-    gc.disable()  # a caller that turned it off keeps it off
-    try:
-        _compile(monkeypatch, 1)
-        assert seen == [False, False] and not gc.isenabled()
-    finally:
-        gc.enable()

@@ -51,9 +51,8 @@ def compile_function(module: Module, entry: str = "main", profile: bool = False,
     the code is exactly what it would be otherwise. `aliases` {result k: argument j} asks
     for result k to be written into argument j's memory (donation); the pairs that are safe
     end up in Program.aliases (aliasing.py)."""
-    from axle.backends.cpu.gc_pause import paused
     from axle.profiler import phase
-    with phase("codegen", entry=entry, profile=profile), paused():
+    with phase("codegen", entry=entry, profile=profile):
         with graph.compilation(), checking():
             return _compile_function(module, entry, profile, {int(k): int(j) for k, j in (aliases or {}).items()})
 
