@@ -114,7 +114,7 @@ def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
         return optimized, obj
 
 
-SPLIT_MIN_CHARS = 12_000  # below this, a module is compiled whole (a part costs 2-5 ms of set-up)
+SPLIT_MIN_CHARS = 4_000  # below this, a module is compiled whole (a part costs 1-5 ms of CPU to set up)
 
 
 def compile_threads() -> int:
