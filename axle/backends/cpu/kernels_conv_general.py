@@ -117,6 +117,28 @@ def _phases(ot_sp, ksizes, strides, pad_lo, ldil, rdil):
     return out
 
 
+def _rolled_nest(em, shape, body) -> None:
+    """for idx in ndindex(shape): body(idx), every level a run-time loop (loop_nest unrolls
+    short ones): for code that runs once per call, such as packing the weights, where one
+    copy of the loop nest compiles faster than one per tap."""
+    c64 = em.const_i64
+    if any(d == 0 for d in shape):
+        return
+    idx: list = []
+
+    def level(k):
+        if k == len(shape):
+            body(list(idx))
+            return
+        if shape[k] == 1:
+            idx.append(c64(0))
+            level(k + 1)
+            idx.pop()
+            return
+        em.for_range_dynamic(c64(0), c64(shape[k]), lambda i: (idx.append(i), level(k + 1), idx.pop()))
+    level(0)
+
+
 def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     from axle.backends.cpu.parallel import max_threads
     em = ctx.em
@@ -201,7 +223,7 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
                 at = b.add(c64(w_off), em.linear([g] + [ks[i] for i in korder] + [j],
                                                  [groups] + [(taps + [cin])[i] for i in korder] + [cg]))
                 S.store(b, x, em.element_ptr(ctx.resolve(wref), et, at), et)
-            em.loop_nest([groups] + taps + [cin, cg], pack)
+            _rolled_nest(em, [groups] + taps + [cin, cg], pack)
 
     def weights():
         return ctx.buffer(rhs) if in_place_w else ctx.resolve(wref)

@@ -12,6 +12,9 @@ every module is verified before code generation.
 """
 from __future__ import annotations
 
+import os
+import struct
+import threading
 from functools import lru_cache
 
 import llvmlite.binding as llvm
@@ -87,9 +90,15 @@ def host_cpu() -> tuple[str, str]:
 
 
 def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
-    """Parse, verify and optimize LLVM IR; returns (optimized IR text, object code)."""
+    """Parse, verify and optimize LLVM IR; returns (optimized IR text, object code). A module
+    with kernels worth splitting (axle/codegen/llvm_split.py) is compiled as several modules on as many
+    threads (--cpu_compile_threads), each in its own LLVM context; its object code is then
+    those objects packed into one (pack_objects), which link_object takes apart again."""
     with _LOCK:
         _init()
+        parts = _split(ir_text)
+        if parts is not None:
+            return _compile_parts(parts, opt)
         with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
             mod = llvm.parse_assembly(ir_text)
             mod.verify()
@@ -105,6 +114,143 @@ def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
         return optimized, obj
 
 
+SPLIT_MIN_CHARS = 4_000  # below this, a module is compiled whole (a part costs 1-5 ms of CPU to set up)
+
+
+def compile_threads() -> int:
+    """Threads a program's LLVM work may use (--cpu_compile_threads; 0: one per core, at most 8)."""
+    from axle.flags import flag
+    n = int(flag("cpu_compile_threads"))
+    if n <= 0:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _split(ir_text: str):
+    n = compile_threads()
+    if n < 2 or len(ir_text) < SPLIT_MIN_CHARS:
+        return None
+    try:
+        _raw("LLVMPY_ParseAssembly")
+    except (NameError, AttributeError):  # pragma: no cover - another llvmlite layout
+        return None
+    from axle.codegen.llvm_split import split_module
+    return split_module(ir_text, n)
+
+
+def _compile_parts(parts: list, opt: int) -> tuple[str, bytes]:
+    """Each part on its own thread (the first on this one), in its own context; llvmlite's
+    lock is taken for the short calls only, so the threads' LLVM work overlaps. The caller
+    holds _LOCK throughout (a fork waits until every thread is out of LLVM)."""
+    results: list = [None] * len(parts)
+
+    def work(k: int) -> None:
+        try:
+            results[k] = _compile_alone(parts[k], opt)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            results[k] = e
+
+    with phase("llvm.compile_parts", parts=len(parts), ir_bytes=sum(map(len, parts))):
+        threads = [threading.Thread(target=work, args=(k,), name=f"axle-llvm-{k}", daemon=True)
+                   for k in range(1, len(parts))]
+        for t in threads:
+            t.start()
+        work(0)
+        for t in threads:
+            t.join()
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return "\n".join(r[0] for r in results), pack_objects([r[1] for r in results])
+
+
+def _compile_alone(ir_text: str, opt: int) -> tuple[str, bytes]:
+    """compile_to_object's steps for one module in a context of its own, the long LLVM calls
+    (parse, verify, the pass pipeline, code generation, printing) made without llvmlite's
+    global lock (the ctypes calls release the GIL): LLVM is safe to run on several threads
+    when each has its own context, module, target machine and pass builder."""
+    from ctypes import c_char_p, string_at
+    raw = _raw
+    ctx = llvm.create_context()
+    with phase("llvm.parse", ir_bytes=len(ir_text)):
+        buf = c_char_p(ir_text.encode("utf-8"))
+        with _ffi.OutputString() as err:
+            mod = llvm.ModuleRef(raw("LLVMPY_ParseAssembly")(ctx, buf, err), ctx)
+            if err:
+                mod.close()
+                raise RuntimeError(f"LLVM IR parsing error\n{err}")
+        with _ffi.OutputString() as err:
+            if raw("LLVMPY_VerifyModule")(mod, err):
+                raise RuntimeError(str(err))
+    try:
+        tm = target_machine(opt)
+        mod.triple = triple()
+        mod.data_layout = str(tm.target_data)
+        if opt:
+            with phase("llvm.optimize", level=opt):
+                pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+                pto.loop_vectorization = True
+                pto.slp_vectorization = True
+                pto.loop_unrolling = False  # (as optimize() does)
+                pb = llvm.create_pass_builder(tm, pto)
+                mpm = pb.getModulePassManager()
+                raw("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
+        with phase("llvm.object") as info:
+            with _ffi.OutputString() as out:
+                raw("LLVMPY_PrintModuleToString")(mod, out)
+                optimized = str(out)
+            with _ffi.OutputString() as err:
+                mb = raw("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+                if not mb:
+                    raise RuntimeError(str(err))
+            try:
+                obj = string_at(_ffi.lib.LLVMPY_GetBufferStart(mb), _ffi.lib.LLVMPY_GetBufferSize(mb))
+            finally:
+                _ffi.lib.LLVMPY_DisposeMemoryBuffer(mb)
+            info["object_bytes"] = len(obj)
+        return optimized, obj
+    finally:
+        mod.close()  # (before its context)
+        ctx.close()
+
+
+def _raw(name: str):
+    """llvmlite's ctypes function `name` itself, without the wrapper that takes its lock."""
+    return getattr(_ffi.lib, name)._cfn
+
+
+_PACKED = b"AXLEOBJS"
+
+
+def pack_objects(objs: list) -> bytes:
+    """Several object files as one byte string (count, sizes, then the files)."""
+    head = _PACKED + struct.pack("<I", len(objs)) + b"".join(struct.pack("<Q", len(o)) for o in objs)
+    return head + b"".join(objs)
+
+
+def object_images(obj: bytes) -> list:
+    """The object files in `obj`: itself, or the ones pack_objects packed into it."""
+    if not obj.startswith(_PACKED):
+        return [obj]
+    try:
+        (n,) = struct.unpack_from("<I", obj, len(_PACKED))
+        pos = len(_PACKED) + 4
+        sizes = struct.unpack_from(f"<{n}Q", obj, pos)
+    except struct.error:
+        raise ValueError("packed object code: truncated header") from None
+    pos += 8 * n
+    if n < 1 or pos + sum(sizes) != len(obj):
+        raise ValueError(f"packed object code: {n} objects of {sum(sizes)} bytes do not fill {len(obj) - pos}")
+    out = []
+    for size in sizes:
+        out.append(obj[pos:pos + size])
+        pos += size
+    return out
+
+
 def link_object(obj: bytes, exports: list[str]):
     """JIT-link object code into this process; returns (keep-alive handle, {name: address}).
     Symbols the process does not export come from EXTERNAL_SYMBOLS only: a program that calls
@@ -113,7 +259,10 @@ def link_object(obj: bytes, exports: list[str]):
     with _LOCK:
         _init()
         _check_mappings()
-        lib = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+        lib = llvm.JITLibraryBuilder()
+        for img in object_images(obj):  # (several when compile_to_object split the module)
+            lib.add_object_img(img)
+        lib.add_current_process()
         for name, addr in EXTERNAL_SYMBOLS.items():
             lib.import_symbol(name, addr)
         for name in exports:
