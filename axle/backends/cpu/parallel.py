@@ -22,7 +22,7 @@ cores) takes cores away at any moment. Where that happens decides what it costs:
 * a worker that wakes late, or is descheduled between chunks, costs nothing: the
   caller claims the chunks it does not take;
 * a worker descheduled while it holds a chunk makes the caller wait for that chunk.
-  The caller spins for one of its own chunk times (plus WAIT_SLACK cycles), which
+  The caller spins for two of its own chunk times (plus WAIT_SLACK cycles), which
   covers a running worker finishing its chunk, then sleeps on a futex that the thread
   finishing the job's last chunk wakes. A sleeping caller frees its core: the scheduler
   moves the descheduled worker (or the other process) onto it, where a spinning or
@@ -65,7 +65,7 @@ PARALLEL_MIN_WORK = 1 << 18  # elements x ops per element below which a kernel s
 CHUNKS = 16  # chunks of a split loop (fewer when the dimension is shorter)
 SPIN = 2000  # pause instructions a worker spins through before sleeping (~0.1 ms): longer spins slowed the serial GEMMs that follow a split kernel (the two cores of the development VM behave like hyperthreads of one)
 SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
-WAIT_SLACK = 20000  # time-stamp counter cycles (~8 us): how much longer than one of its own chunks the caller spins waiting for a claimed chunk before it sleeps, and the margin of the stall test
+WAIT_SLACK = 40000  # time-stamp counter cycles (~15 us): how much longer than two of its own chunks the caller spins waiting for a claimed chunk before it sleeps (waking a sleeping thread on a VM takes tens of us), and the margin of the stall test
 FACTOR_MIN, FACTOR_MAX = 2, 256  # after a stall, kernels run serially for the time it lost times this factor (doubling while stalls continue)
 BACKOFF_MAX_CYCLES = 1 << 28  # the longest serial stretch after a stall (~0.1 s)
 WAIT_TIMEOUT_NS = 1_000_000  # a sleeping caller looks again after this at the latest
@@ -225,7 +225,8 @@ work:
   %mine.nz = icmp eq i64 %mine.n, 0
   %mine1 = select i1 %mine.nz, i64 1, i64 %mine.n
   %per.chunk = udiv i64 %worked, %mine1
-  %spin.lim = add i64 %per.chunk, WAIT_SLACK
+  %per.chunk2 = shl i64 %per.chunk, 1
+  %spin.lim = add i64 %per.chunk2, WAIT_SLACK
   br label %wait
 wait:
   %d = load atomic i64, ptr @pool_done acquire, align 8
@@ -233,7 +234,8 @@ wait:
   br i1 %fin, label %judge, label %spin
 spin:
   ; a thread that runs finishes the chunk it holds within about one of our chunk times:
-  ; spin that long; longer means it was descheduled mid-chunk, so sleep instead
+  ; spin twice that long (chunks differ); longer means it was descheduled mid-chunk, so
+  ; sleep instead
   call void @pause()
   %tn = call i64 @llvm.readcyclecounter()
   %el = sub i64 %tn, %t1
