@@ -22,8 +22,8 @@ cores) takes cores away at any moment. Where that happens decides what it costs:
 * a worker that wakes late, or is descheduled between chunks, costs nothing: the
   caller claims the chunks it does not take;
 * a worker descheduled while it holds a chunk makes the caller wait for that chunk.
-  The caller spins for two of its own chunk times (plus WAIT_SLACK cycles), which
-  covers a running worker finishing its chunk, then sleeps on a futex that the thread
+  The caller spins for two of its own chunk times (at most ~0.1 ms), which covers a
+  running worker finishing its chunk, then sleeps on a futex that the thread
   finishing the job's last chunk wakes. A sleeping caller frees its core: the scheduler
   moves the descheduled worker (or the other process) onto it, where a spinning or
   sched_yield-ing caller kept it busy and took time from the other process.
@@ -68,6 +68,7 @@ SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linu
 WAIT_SLACK = 40000  # time-stamp counter cycles (~15 us): how much longer than two of its own chunks the caller spins waiting for a claimed chunk before it sleeps (waking a sleeping thread on a VM takes tens of us), and the margin of the stall test
 FACTOR_MIN, FACTOR_MAX = 2, 256  # after a stall, kernels run serially for the time it lost times this factor (doubling while stalls continue)
 BACKOFF_MAX_CYCLES = 1 << 28  # the longest serial stretch after a stall (~0.1 s)
+WAIT_SPIN_MAX = 200000  # cycles (~80 us): the caller never spins longer than this (plus WAIT_SLACK) waiting for a chunk
 WAIT_TIMEOUT_NS = 1_000_000  # a sleeping caller looks again after this at the latest
 STAT_NAMES = ("jobs", "serial_backoff", "serial_busy", "stalls", "work_cycles", "wait_cycles",
               "caller_chunks", "caller_sleeps")
@@ -226,7 +227,9 @@ work:
   %mine1 = select i1 %mine.nz, i64 1, i64 %mine.n
   %per.chunk = udiv i64 %worked, %mine1
   %per.chunk2 = shl i64 %per.chunk, 1
-  %spin.lim = add i64 %per.chunk2, WAIT_SLACK
+  %spin.big = icmp ugt i64 %per.chunk2, WAIT_SPIN_MAX
+  %spin.ch = select i1 %spin.big, i64 WAIT_SPIN_MAX, i64 %per.chunk2
+  %spin.lim = add i64 %spin.ch, WAIT_SLACK
   br label %wait
 wait:
   %d = load atomic i64, ptr @pool_done acquire, align 8
@@ -234,8 +237,8 @@ wait:
   br i1 %fin, label %judge, label %spin
 spin:
   ; a thread that runs finishes the chunk it holds within about one of our chunk times:
-  ; spin twice that long (chunks differ); longer means it was descheduled mid-chunk, so
-  ; sleep instead
+  ; spin twice that long (chunks differ), at most WAIT_SPIN_MAX cycles; longer means it
+  ; was descheduled mid-chunk, so sleep instead
   call void @pause()
   %tn = call i64 @llvm.readcyclecounter()
   %el = sub i64 %tn, %t1
@@ -418,6 +421,7 @@ def _start() -> bool:
     text = (_POOL_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
             .replace("SYS_FUTEX", str(SYS_FUTEX)).replace("FUTEX_WAKE", str(FUTEX_WAKE_PRIVATE))
             .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)).replace("WAIT_SLACK", str(WAIT_SLACK))
+            .replace("WAIT_SPIN_MAX", str(WAIT_SPIN_MAX))
             .replace("FACTOR_MIN", str(FACTOR_MIN)).replace("FACTOR_MAX", str(FACTOR_MAX))
             .replace("BACKOFF_MAX_CYCLES", str(BACKOFF_MAX_CYCLES))
             .replace("WAIT_TIMEOUT_NS", str(WAIT_TIMEOUT_NS)))
