@@ -120,7 +120,19 @@ def _compare(ours: list, theirs: list) -> float:
     return worst
 
 
-def bench_workload(name: str, rounds: int = 7, compile_repeats: int = 3, log=print) -> Result:
+def pool_summary(st: dict) -> str:
+    """One line of the thread pool's counters over a timing (parallel.stats() differences)."""
+    jobs = st.get("jobs", 0)
+    serial = st.get("serial_backoff", 0) + st.get("serial_busy", 0)
+    work = max(st.get("work_cycles", 0), 1)
+    return (f"{jobs} split jobs, {serial} run serially ({st.get('serial_backoff', 0)} by backoff), "
+            f"{st.get('stalls', 0)} stalls, caller waited {100.0 * st.get('wait_cycles', 0) / work:.0f}% of its "
+            f"own work time, slept {st.get('caller_sleeps', 0)} times, ran "
+            f"{st.get('caller_chunks', 0) / max(jobs, 1):.1f} chunks per job")
+
+
+def bench_workload(name: str, rounds: int = 7, compile_repeats: int = 3, log=print,
+                   pool_stats: bool = False) -> Result:
     import jax
 
     from axle.backends.cpu import executable as cpu_exe
@@ -188,11 +200,16 @@ def bench_workload(name: str, rounds: int = 7, compile_repeats: int = 3, log=pri
 
     def run_xla():
         jax.block_until_ready(jitted(*dev_args))
+    from axle.backends.cpu import parallel
+    before = parallel.stats()
     t = _time_interleaved({"axle": run_axle, "xla": run_xla}, rounds)
+    res.extra["pool"] = {k: v - before[k] for k, v in parallel.stats().items()}
     (res.axle_ms, res.axle_spread), (res.xla_ms, res.xla_spread) = \
         [(1e3 * m, s) for m, s in (t["axle"], t["xla"])]
     log(f"  {name}: axle {res.axle_ms:.3f} ms, xla {res.xla_ms:.3f} ms, x{res.speedup:.2f}, "
         f"compile {res.axle_compile_s:.2f}s vs {res.xla_compile_s:.2f}s, err {res.max_rel_err:.1e}")
+    if pool_stats:
+        log("    pool: " + pool_summary(res.extra["pool"]))
     return res
 
 
@@ -322,14 +339,15 @@ def _warm_up() -> None:
     jax.jit(fn)(*args)
 
 
-def run(names: Optional[list] = None, rounds: int = 7, write: Optional[str] = None, log=print) -> list:
+def run(names: Optional[list] = None, rounds: int = 7, write: Optional[str] = None, log=print,
+        pool_stats: bool = False) -> list:
     from axle.tools.bench_workloads import BENCH_WORKLOADS
     names = names or list(BENCH_WORKLOADS)
     _warm_up()
     results = []
     for nm in names:
         try:
-            results.append(bench_workload(nm, rounds=rounds, log=log))
+            results.append(bench_workload(nm, rounds=rounds, log=log, pool_stats=pool_stats))
         except Exception as e:  # noqa: BLE001 - one failing workload must not hide the others
             r = Result(nm, error=f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
             log(f"  {nm}: {r.error}")
@@ -366,6 +384,9 @@ def main(argv: Optional[list] = None) -> int:
     p.add_argument("--background", type=int, default=0, metavar="N",
                    help="run N busy processes (one spinning Python loop each) beside the measurement: "
                         "a machine that is busy with other work")
+    p.add_argument("--pool-stats", action="store_true",
+                   help="print the thread pool's counters over each workload's timing (split jobs, jobs run "
+                        "serially after a stall, the caller's waiting): how the pool copes with a busy machine")
     p.add_argument("--json", metavar="FILE", help="also write the per-workload figures as JSON to FILE")
     a = p.parse_args(argv)
     if a.background < 0:
@@ -377,7 +398,7 @@ def main(argv: Optional[list] = None) -> int:
             print(f"axle bench: unknown workload '{nm}'; known: {', '.join(BENCH_WORKLOADS)}", file=sys.stderr)
             return 2
     with background_load(a.background):
-        results = run(names, a.rounds, a.write, log=lambda s: print(s, file=sys.stderr))
+        results = run(names, a.rounds, a.write, log=lambda s: print(s, file=sys.stderr), pool_stats=a.pool_stats)
     if a.json:
         import dataclasses
         import json

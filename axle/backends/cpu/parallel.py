@@ -15,13 +15,30 @@ that arrives late finds no chunk left and costs nothing, so a split kernel is ne
 slower than the serial one, and up to the thread count faster.
 
 Workers spin (with `pause`) for about 0.1 ms after their last chunk, then sleep on
-a futex that the next job wakes. A thread that claimed a chunk can still be taken away
-mid-chunk; the caller then waits, spinning for about WAIT_SPIN pauses and then yielding
-its core (sched_yield) between looks, so that the descheduled thread (or another process
-on a busy machine) runs instead of a spinning caller. When the caller waited longer than half the time it
-worked itself, the next BACKOFF_MIN split kernels run serially, doubling on further stalls
-(up to BACKOFF_MAX) and halving after clean jobs: on a machine where the host keeps taking
-a core away, kernels run about as fast as serial code instead of waiting for it. Each output element is computed by one chunk, in the
+a futex that the next job wakes.
+
+A busy machine (another process on one of two cores: three runnable threads on two
+cores) takes cores away at any moment. Where that happens decides what it costs:
+* a worker that wakes late, or is descheduled between chunks, costs nothing: the
+  caller claims the chunks it does not take;
+* a worker descheduled while it holds a chunk makes the caller wait for that chunk.
+  The caller spins for two of its own chunk times (at most ~0.1 ms), which covers a
+  running worker finishing its chunk, then sleeps on a futex that the thread
+  finishing the job's last chunk wakes. A sleeping caller frees its core: the scheduler
+  moves the descheduled worker (or the other process) onto it, where a spinning or
+  sched_yield-ing caller kept it busy and took time from the other process.
+A job *stalls* when it took longer than the caller alone would have (its own time per
+chunk times the chunk count): waiting that still beat running alone is a gain. After a
+stall, split kernels run serially for the time the stall lost times a factor (FACTOR_MIN,
+doubling while stalls continue up to FACTOR_MAX, halving after clean jobs; at most
+BACKOFF_MAX_CYCLES): where the host keeps a core away, kernels run about as fast as
+serial code, and where a stall was a passing event, the next kernels use both cores
+again. (The previous scheme counted kernels: 16 to 4096 serial kernels after a caller
+waited more than half its own work, which under one busy process kept most large
+kernels serial, a 2x slowdown, whatever share of the second core was left.)
+Counters (stats(), `axle bench --pool-stats`) say how often each of these happened.
+
+Each output element is computed by one chunk, in the
 serial order within it, so results do not depend on the number of threads or on which
 thread ran what (tested bit for bit). Thread count: AXLE_NUM_THREADS, else one per core
 the process may run on (at most 16). In a fork()ed child (multiprocessing workers) the
@@ -48,10 +65,21 @@ PARALLEL_MIN_WORK = 1 << 18  # elements x ops per element below which a kernel s
 CHUNKS = 16  # chunks of a split loop (fewer when the dimension is shorter)
 SPIN = 2000  # pause instructions a worker spins through before sleeping (~0.1 ms): longer spins slowed the serial GEMMs that follow a split kernel (the two cores of the development VM behave like hyperthreads of one)
 SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
-SYS_SCHED_YIELD = 24  # x86-64 Linux
-WAIT_SPIN = 1000  # pause instructions the caller spins through waiting for claimed chunks before yielding the core
-STALL_SLACK = 20000  # cycles (~10 us) of waiting for other threads that are never a stall
-BACKOFF_MIN, BACKOFF_MAX = 16, 4096  # split kernels run serially after a stall (doubling)
+WAIT_SLACK = 40000  # time-stamp counter cycles (~15 us): how much longer than two of its own chunks the caller spins waiting for a claimed chunk before it sleeps (waking a sleeping thread on a VM takes tens of us), and the margin of the stall test
+FACTOR_MIN, FACTOR_MAX = 2, 256  # after a stall, kernels run serially for the time it lost times this factor (doubling while stalls continue)
+BACKOFF_MAX_CYCLES = 1 << 28  # the longest serial stretch after a stall (~0.1 s)
+WAIT_SPIN_MAX = 200000  # cycles (~80 us): the caller never spins longer than this (plus WAIT_SLACK) waiting for a chunk
+WAIT_TIMEOUT_NS = 1_000_000  # a sleeping caller looks again after this at the latest
+STAT_NAMES = ("jobs", "serial_backoff", "serial_busy", "stalls", "work_cycles", "wait_cycles",
+              "caller_chunks", "caller_sleeps")
+
+
+def stats() -> dict:
+    """The pool's counters since the process started (zeros where the pool does not run)."""
+    if not available() or not _STATE.get("stats"):
+        return dict.fromkeys(STAT_NAMES, 0)
+    arr = (ctypes.c_int64 * len(STAT_NAMES)).from_address(_STATE["stats"])
+    return dict(zip(STAT_NAMES, list(arr)))
 
 _POOL_IR = r"""
 @pool_state = internal global i64 0, align 64
@@ -64,12 +92,28 @@ _POOL_IR = r"""
 @pool_workers = internal global i64 0, align 64
 @pool_spin = internal global i64 0, align 8
 @pool_busy = internal global i32 0, align 64
-@pool_backoff = internal global i64 0, align 64
-@pool_penalty = internal global i64 BACKOFF_MIN, align 8
+@pool_until = internal global i64 0, align 64
+@pool_factor = internal global i64 FACTOR_MIN, align 8
+@pool_fin = internal global i32 0, align 64
+@pool_waiter = internal global i32 0, align 64
+@pool_stat = internal global [8 x i64] zeroinitializer, align 64
+@pool_timeout = internal constant [2 x i64] [i64 0, i64 WAIT_TIMEOUT_NS], align 8
 
 declare i64 @axle_syscall(i64, ptr, i64, i64, ptr)
 declare void @llvm.x86.sse2.pause()
 declare i64 @llvm.readcyclecounter()
+
+; counters: 0 jobs split, 1 jobs serial by backoff, 2 jobs serial (pool busy), 3 stalls,
+; 4 caller's own work (cycles), 5 caller's wait (cycles), 6 chunks run by the caller, 7 caller sleeps
+define internal void @stat(i64 %k, i64 %v) {
+  %p = getelementptr [8 x i64], ptr @pool_stat, i64 0, i64 %k
+  %o = atomicrmw add ptr %p, i64 %v monotonic
+  ret void
+}
+
+define ptr @axle_pool_stats() {
+  ret ptr @pool_stat
+}
 
 define internal void @pause() {
   PAUSE
@@ -77,10 +121,11 @@ define internal void @pause() {
 }
 
 ; run chunks of job `gen` until none is left (or a newer job replaced it)
-define internal void @claim(i64 %gen, i64 %wid) {
+define internal i64 @claim(i64 %gen, i64 %wid) {
 entry:
   br label %loop
 loop:
+  %ran = phi i64 [ 0, %entry ], [ %ran, %retry ], [ %ran1, %ran.next ]
   %s = load atomic i64, ptr @pool_state acquire, align 8
   %g = lshr i64 %s, 32
   %same = icmp eq i64 %g, %gen
@@ -94,15 +139,31 @@ try:
   %s1 = add i64 %s, 1
   %r = cmpxchg ptr @pool_state, i64 %s, i64 %s1 acq_rel acquire
   %ok = extractvalue { i64, i1 } %r, 1
-  br i1 %ok, label %run, label %loop
+  br i1 %ok, label %run, label %retry
+retry:
+  br label %loop
 run:
   %fn = load atomic ptr, ptr @pool_fn monotonic, align 8
   %data = load atomic ptr, ptr @pool_data monotonic, align 8
   call void %fn(ptr %data, i64 %i, i64 %n, i64 %wid)
-  %old = atomicrmw add ptr @pool_done, i64 1 release
+  %old = atomicrmw add ptr @pool_done, i64 1 seq_cst
+  %old1 = add i64 %old, 1
+  %last = icmp eq i64 %old1, %n
+  br i1 %last, label %notify, label %ran.next
+notify:
+  ; the last chunk of the job: wake the caller if it sleeps waiting for it
+  %f0 = atomicrmw add ptr @pool_fin, i32 1 seq_cst
+  %wt = load atomic i32, ptr @pool_waiter seq_cst, align 4
+  %sleeping = icmp ne i32 %wt, 0
+  br i1 %sleeping, label %wakecaller, label %ran.next
+wakecaller:
+  %wk = call i64 @axle_syscall(i64 SYS_FUTEX, ptr @pool_fin, i64 FUTEX_WAKE, i64 1, ptr null)
+  br label %ran.next
+ran.next:
+  %ran1 = add i64 %ran, 1
   br label %loop
 out:
-  ret void
+  ret i64 %ran
 }
 
 ; one job at a time: a caller that finds the pool busy (another thread's program is
@@ -115,18 +176,23 @@ entry:
 lock:
   %l = cmpxchg ptr @pool_busy, i32 0, i32 1 acquire monotonic
   %mine = extractvalue { i32, i1 } %l, 1
-  br i1 %mine, label %backoff, label %serial
+  br i1 %mine, label %backoff, label %taken
+taken:
+  call void @stat(i64 2, i64 1)
+  br label %serial
 backoff:
-  %bo = load i64, ptr @pool_backoff, align 8
-  %calm = icmp eq i64 %bo, 0
+  ; after a stall, split kernels run serially until the time-stamp counter passes
+  ; @pool_until
+  %now = call i64 @llvm.readcyclecounter()
+  %until = load i64, ptr @pool_until, align 8
+  %calm = icmp uge i64 %now, %until
   br i1 %calm, label %publish, label %skip
 skip:
-  %bo1 = sub i64 %bo, 1
-  store i64 %bo1, ptr @pool_backoff, align 8
   store atomic i32 0, ptr @pool_busy release, align 4
+  call void @stat(i64 1, i64 1)
   br label %serial
 serial:
-  %c = phi i64 [ 0, %entry ], [ 0, %lock ], [ 0, %skip ], [ %c1, %serial.body ]
+  %c = phi i64 [ 0, %entry ], [ 0, %taken ], [ 0, %skip ], [ %c1, %serial.body ]
   %more = icmp ult i64 %c, %n
   br i1 %more, label %serial.body, label %exit
 serial.body:
@@ -154,49 +220,85 @@ wake:
   br label %work
 work:
   %t0 = call i64 @llvm.readcyclecounter()
-  call void @claim(i64 %gen, i64 0)
+  %mine.n = call i64 @claim(i64 %gen, i64 0)
   %t1 = call i64 @llvm.readcyclecounter()
+  %worked = sub i64 %t1, %t0
+  %mine.nz = icmp eq i64 %mine.n, 0
+  %mine1 = select i1 %mine.nz, i64 1, i64 %mine.n
+  %per.chunk = udiv i64 %worked, %mine1
+  %per.chunk2 = shl i64 %per.chunk, 1
+  %spin.big = icmp ugt i64 %per.chunk2, WAIT_SPIN_MAX
+  %spin.ch = select i1 %spin.big, i64 WAIT_SPIN_MAX, i64 %per.chunk2
+  %spin.lim = add i64 %spin.ch, WAIT_SLACK
   br label %wait
 wait:
-  %wc = phi i64 [ 0, %work ], [ %wc1, %spin ], [ 0, %yield ]
   %d = load atomic i64, ptr @pool_done acquire, align 8
   %fin = icmp uge i64 %d, %n
   br i1 %fin, label %judge, label %spin
 spin:
-  ; a thread that claimed a chunk is still at it: spin briefly, then give the core away
-  ; (sched_yield) while waiting, so that a thread that was descheduled, or another
-  ; process, gets to run instead of this one spinning
+  ; a thread that runs finishes the chunk it holds within about one of our chunk times:
+  ; spin twice that long (chunks differ), at most WAIT_SPIN_MAX cycles; longer means it
+  ; was descheduled mid-chunk, so sleep instead
   call void @pause()
-  %wc1 = add i64 %wc, 1
-  %long = icmp ugt i64 %wc1, WAIT_SPIN
-  br i1 %long, label %yield, label %wait
-yield:
-  %y = call i64 @axle_syscall(i64 SYS_YIELD, ptr null, i64 0, i64 0, ptr null)
+  %tn = call i64 @llvm.readcyclecounter()
+  %el = sub i64 %tn, %t1
+  %late = icmp ugt i64 %el, %spin.lim
+  br i1 %late, label %sleep, label %wait
+sleep:
+  ; until the thread that finishes the last chunk wakes us (or WAIT_TIMEOUT_NS): our core
+  ; goes idle, the scheduler can move the descheduled thread onto it, and we take no
+  ; time from other processes
+  %fv = load atomic i32, ptr @pool_fin seq_cst, align 4
+  store atomic i32 1, ptr @pool_waiter seq_cst, align 4
+  %d2 = load atomic i64, ptr @pool_done seq_cst, align 8
+  %fin2 = icmp uge i64 %d2, %n
+  br i1 %fin2, label %woke, label %dosleep
+dosleep:
+  call void @stat(i64 7, i64 1)
+  %fv64 = zext i32 %fv to i64
+  %zz = call i64 @axle_syscall(i64 SYS_FUTEX, ptr @pool_fin, i64 FUTEX_WAIT, i64 %fv64, ptr @pool_timeout)
+  br label %woke
+woke:
+  store atomic i32 0, ptr @pool_waiter seq_cst, align 4
   br label %wait
 judge:
-  ; waiting longer than half our own work (plus STALL_SLACK cycles) means a thread that
-  ; claimed a chunk was not running: run the next jobs serially (backoff), doubling the
-  ; backoff while stalls continue and shrinking it again after clean jobs
+  ; a stall: the job took longer than we alone would have taken (our time per chunk
+  ; times n). A thread that started late or was descheduled between chunks costs
+  ; nothing (we took its chunks), and waiting that still beat running alone is a gain.
+  ; After a stall, split kernels run serially for the time the stall lost times
+  ; @pool_factor, which doubles while stalls continue and halves after clean jobs
   %t2 = call i64 @llvm.readcyclecounter()
-  %worked = sub i64 %t1, %t0
   %waited = sub i64 %t2, %t1
-  %half = lshr i64 %worked, 1
-  %limit = add i64 %half, STALL_SLACK
-  %stalled = icmp ugt i64 %waited, %limit
-  %pen = load i64, ptr @pool_penalty, align 8
+  call void @stat(i64 0, i64 1)
+  call void @stat(i64 4, i64 %worked)
+  call void @stat(i64 5, i64 %waited)
+  call void @stat(i64 6, i64 %mine.n)
+  %took = sub i64 %t2, %t0
+  %alone = mul i64 %per.chunk, %n
+  %alone1 = add i64 %alone, WAIT_SLACK
+  %slow = icmp ugt i64 %took, %alone1
+  ; (a caller that ran no chunk was itself away while the others ran them: no stall)
+  %stalled = select i1 %mine.nz, i1 false, i1 %slow
+  %f = load i64, ptr @pool_factor, align 8
   br i1 %stalled, label %stall, label %clean
 stall:
-  store i64 %pen, ptr @pool_backoff, align 8
-  %pen2 = shl i64 %pen, 1
-  %big = icmp ugt i64 %pen2, BACKOFF_MAX
-  %pen3 = select i1 %big, i64 BACKOFF_MAX, i64 %pen2
-  store i64 %pen3, ptr @pool_penalty, align 8
+  call void @stat(i64 3, i64 1)
+  %lost = sub i64 %took, %alone
+  %win = mul i64 %lost, %f
+  %winbig = icmp ugt i64 %win, BACKOFF_MAX_CYCLES
+  %win1 = select i1 %winbig, i64 BACKOFF_MAX_CYCLES, i64 %win
+  %until1 = add i64 %t2, %win1
+  store i64 %until1, ptr @pool_until, align 8
+  %f2 = shl i64 %f, 1
+  %fbig = icmp ugt i64 %f2, FACTOR_MAX
+  %f3 = select i1 %fbig, i64 FACTOR_MAX, i64 %f2
+  store i64 %f3, ptr @pool_factor, align 8
   br label %unlock
 clean:
-  %penh = lshr i64 %pen, 1
-  %small = icmp ult i64 %penh, BACKOFF_MIN
-  %pen4 = select i1 %small, i64 BACKOFF_MIN, i64 %penh
-  store i64 %pen4, ptr @pool_penalty, align 8
+  %fh = lshr i64 %f, 1
+  %fsmall = icmp ult i64 %fh, FACTOR_MIN
+  %f4 = select i1 %fsmall, i64 FACTOR_MIN, i64 %fh
+  store i64 %f4, ptr @pool_factor, align 8
   br label %unlock
 unlock:
   store atomic i32 0, ptr @pool_busy release, align 4
@@ -222,7 +324,7 @@ poll:
   br i1 %new, label %job, label %idle
 job:
   store i64 %g, ptr %seenp
-  call void @claim(i64 %g, i64 %wid)
+  %wn = call i64 @claim(i64 %g, i64 %wid)
   store i64 0, ptr %cnt
   br label %poll
 idle:
@@ -318,12 +420,19 @@ def _start() -> bool:
     EXTERNAL_SYMBOLS["axle_syscall"] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
     text = (_POOL_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
             .replace("SYS_FUTEX", str(SYS_FUTEX)).replace("FUTEX_WAKE", str(FUTEX_WAKE_PRIVATE))
-            .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)).replace("STALL_SLACK", str(STALL_SLACK))
-            .replace("BACKOFF_MIN", str(BACKOFF_MIN)).replace("BACKOFF_MAX", str(BACKOFF_MAX))
-            .replace("WAIT_SPIN", str(WAIT_SPIN)).replace("SYS_YIELD", str(SYS_SCHED_YIELD)))
+            .replace("FUTEX_WAIT", str(FUTEX_WAIT_PRIVATE)).replace("WAIT_SLACK", str(WAIT_SLACK))
+            .replace("WAIT_SPIN_MAX", str(WAIT_SPIN_MAX))
+            .replace("FACTOR_MIN", str(FACTOR_MIN)).replace("FACTOR_MAX", str(FACTOR_MAX))
+            .replace("BACKOFF_MAX_CYCLES", str(BACKOFF_MAX_CYCLES))
+            .replace("WAIT_TIMEOUT_NS", str(WAIT_TIMEOUT_NS)))
     from axle.backends.cpu.llvm_env import compile_to_object, link_object
     obj = PRELOADED.get("pool") or compile_to_object(text, 1)[1]  # an AOT artifact carries it
-    handle, addrs = link_object(obj, ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"])
+    entries = ["axle_pool_run", "axle_pool_worker", "axle_pool_configure"]
+    try:
+        handle, addrs = link_object(obj, entries + ["axle_pool_stats"])
+        _STATE["stats"] = ctypes.CFUNCTYPE(ctypes.c_void_p)(addrs["axle_pool_stats"])()
+    except RuntimeError:  # the pool of an artifact saved by an earlier axle: no counters
+        handle, addrs = link_object(obj, entries)
     _STATE["object"] = obj
     configure = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(addrs["axle_pool_configure"])
     worker = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addrs["axle_pool_worker"])
