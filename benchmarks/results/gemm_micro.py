@@ -4,7 +4,7 @@ Usage: LAYOUT=nn|nt|tn REPS=7 python benchmarks/results/gemm_micro.py 256x784x10
 (MxKxN; nn: a @ b, nt: a @ b.T with b stored [N, K], tn: a.T @ b with a stored [K, M])."""
 import os, sys, time
 import numpy as np
-import jax, jax.numpy as jnp
+import jax
 import axle
 
 SHAPES = [s.split("x") for s in (sys.argv[1].split(",") if len(sys.argv) > 1 else
