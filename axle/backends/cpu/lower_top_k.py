@@ -36,7 +36,7 @@ def _rewrite(sort: Operation) -> bool:
     k = top_k_reads(sort, dim)
     if k is None or k < 1:
         return False
-    readers = [[u for u in r.users] for r in sort.results]
+    readers = [list(r.users) for r in sort.results]
     types = []
     for r in sort.results:
         shape = list(r.type.shape)
@@ -50,7 +50,7 @@ def _rewrite(sort: Operation) -> bool:
     new.source = sort.source
     block = sort.parent
     block.insert(block.operations.index(sort), new)
-    for res, users, top in zip(sort.results, readers, new.results):
+    for users, top in zip(readers, new.results):
         for sl in set(users):
             sl.results[0].replace_all_uses_with(top)
             sl.erase()
