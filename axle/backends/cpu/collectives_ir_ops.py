@@ -85,6 +85,19 @@ def _member_loop(name: str, body: str, after: str) -> str:
 """.replace("$", f"%{name}.")
 
 
+# the shared-memory path of a collective over a group of %g members: publish this member's
+# buffers, wait for the group (a failed barrier ends the collective), ... , wait again
+_SHM_OPEN = """shm:
+  call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
+  %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
+  %ab1 = icmp eq i64 %ok1, 0
+  br i1 %ab1, label %end, label %past1
+past1:"""
+_SHM_CLOSE = """shmend:
+  %ok2 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
+  br label %end"""
+
+
 def _pre(name: str) -> str:
     return f"  br label %{name}.pre\n{name}.pre:"
 
@@ -106,12 +119,7 @@ shm0:
   %mine = call ptr @at(ptr %out, i64 %lob)
   %myin = call ptr @at(ptr %in, i64 %lob)
   br i1 %ism, label %mpi, label %shm
-shm:
-  call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
-  %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  %ab1 = icmp eq i64 %ok1, 0
-  br i1 %ab1, label %end, label %past1
-past1:
+{_SHM_OPEN}
   call void @llvm.memmove.p0.p0.i64(ptr %mine, ptr %myin, i64 %cb, i1 false)
 {_pre("red")}
 {_member_loop("red", '''  br i1 $self, label $skip, label $do
@@ -129,9 +137,7 @@ $do:
   call void @llvm.memcpy.p0.p0.i64(ptr $p, ptr %mine, i64 %cb, i1 false)
   br label $skip
 $skip:''', "shmend")}
-shmend:
-  %ok2 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  br label %end
+{_SHM_CLOSE}
 mpi0:
   br label %shm0
 mpi:
@@ -183,18 +189,11 @@ define void @axle_coll_all_gather(i64 %outer, i64 %inner, {_GROUP_ARGS}) {{
 shm0:
   %total = mul i64 %outer, %inner
   br label %shm
-shm:
-  call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
-  %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  %ab1 = icmp eq i64 %ok1, 0
-  br i1 %ab1, label %end, label %past1
-past1:
+{_SHM_OPEN}
 {_pre("cp")}
 {_member_loop("cp", '''  call void @runs(ptr %out, i64 %inner, i64 $j, ptr $src, i64 %total, i64 0, i64 %g, i64 %total, i64 %inner)''',
               "shmend")}
-shmend:
-  %ok2 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  br label %end
+{_SHM_CLOSE}
 mpi0:
   %mtotal = mul i64 %outer, %inner
   call void @runs(ptr %out, i64 %inner, i64 %k, ptr %in, i64 %mtotal, i64 0, i64 %g, i64 %mtotal, i64 %inner)
@@ -219,12 +218,7 @@ shm0:
   %rowb = mul i64 %inner, %es
   %total = mul i64 %outer, %rowb
   br label %shm
-shm:
-  call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
-  %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  %ab1 = icmp eq i64 %ok1, 0
-  br i1 %ab1, label %end, label %past1
-past1:
+{_SHM_OPEN}
   call void @runs(ptr %out, i64 %total, i64 0, ptr %in, i64 %rowb, i64 %k, i64 %g, i64 %total, i64 %rowb)
 {_pre("red")}
 {_member_loop("red", '''  br i1 $self, label $skip, label $do
@@ -232,9 +226,7 @@ $do:
   call void @reduce_rows(i64 %code, ptr %out, ptr $peer, i64 %outer, i64 %inner, i64 %rowb, i64 %g, i64 %k)
   br label $skip
 $skip:''', "shmend")}
-shmend:
-  %ok2 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  br label %end
+{_SHM_CLOSE}
 mpi0:
   %mrowb = mul i64 %inner, %es
   %mtotal = mul i64 %outer, %mrowb
@@ -282,18 +274,11 @@ define void @axle_coll_all_to_all(i64 %bs, i64 %bc, i64 %piece, i64 %r, {_GROUP_
 {_PROLOGUE}
 shm0:
   br label %shm
-shm:
-  call void @publish(ptr %c, i64 %dev, ptr %in, ptr %out)
-  %ok1 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  %ab1 = icmp eq i64 %ok1, 0
-  br i1 %ab1, label %end, label %past1
-past1:
+{_SHM_OPEN}
 {_pre("cp")}
 {_member_loop("cp", '''  call void @runs(ptr %out, i64 %bc, i64 $j, ptr $src, i64 %bs, i64 %k, i64 %g, i64 %piece, i64 %r)''',
               "shmend")}
-shmend:
-  %ok2 = call i64 @barrier(ptr %c, i64 %dev, ptr %members, i64 %g)
-  br label %end
+{_SHM_CLOSE}
 mpi0:
   call void @runs(ptr %out, i64 %bc, i64 %k, ptr %in, i64 %bs, i64 %k, i64 %g, i64 %piece, i64 %r)
   %sb = add i64 %piece, 16
