@@ -195,14 +195,15 @@ class Emitter:
         return slot
 
     # -- loops
-    def loop_nest(self, shape, body: Callable[[list], None]) -> None:
-        """for idx in ndindex(shape): body(idx)."""
-        self.loop_nest_range(shape, -1, None, None, body)
+    def loop_nest(self, shape, body: Callable[[list], None], copy_nests: bool = False) -> None:
+        """for idx in ndindex(shape): body(idx). copy_nests: see for_range."""
+        self.loop_nest_range(shape, -1, None, None, body, copy_nests)
 
     UNROLL_MAX = 4  # loops of at most this many trips are unrolled here...
     UNROLL_COPIES = 16  # ...while the nest of unrolled loops makes at most this many copies
+    loops_emitted = 0  # run-time loops emitted so far (for_range: does a body hold loops?)
 
-    def loop_nest_range(self, shape, dim: int, lo, hi, body: Callable[[list], None]) -> None:
+    def loop_nest_range(self, shape, dim: int, lo, hi, body: Callable[[list], None], copy_nests: bool = False) -> None:
         """Like loop_nest, but dimension `dim` runs over [lo, hi) (run-time values)."""
         if any(d == 0 for d in shape):
             return
@@ -216,11 +217,12 @@ class Emitter:
             if k == dim:
                 self.for_range_dynamic(lo, hi, step)
             else:
-                self.for_range(shape[k], step)
+                self.for_range(shape[k], step, copy_nests)
         level(0)
 
     def for_range_dynamic(self, lo, hi, body: Callable) -> None:
         """for i in range(lo, hi): body(i), with run-time bounds (nothing when lo >= hi)."""
+        self.loops_emitted += 1
         b = self.b
         head = b.append_basic_block("dloop")
         exit_ = b.append_basic_block("dloop.end")
@@ -235,19 +237,30 @@ class Emitter:
         b.cbranch(b.icmp_unsigned("<", nxt, hi), head, exit_)
         b.position_at_end(exit_)
 
-    def for_range(self, n: int, body: Callable) -> None:
+    def for_range(self, n: int, body: Callable, copy_nests: bool = False) -> None:
         """for i in range(n): body(i). Short loops are unrolled while emitting (LLVM's own
-        unroller is off: it costs more compile time than it gains on our loop nests)."""
+        unroller is off: it costs more compile time than it gains on our loop nests). A short
+        loop of 3 or 4 trips whose body holds run-time loops is unrolled once only: the
+        other trips run as a run-time loop (one more copy of the nest instead of three, and
+        LLVM's time follows the IR's size), unless copy_nests (where constant trip indices
+        pay: measured)."""
         b = self.b
         copies = getattr(self, "_copies", 1)
         if n <= self.UNROLL_MAX and copies * n <= self.UNROLL_COPIES:
             self._copies = copies * n
             try:
-                for k in range(n):
-                    body(self.const_i64(k))
+                loops = self.loops_emitted
+                body(self.const_i64(0))
+                looped = self.loops_emitted > loops
+                if not looped or n < 3 or copy_nests:
+                    for k in range(1, n):
+                        body(self.const_i64(k))
             finally:
                 self._copies = copies
+            if looped and n >= 3 and not copy_nests:  # the body holds loops: the other trips as one run-time loop
+                self.for_range_dynamic(self.const_i64(1), self.const_i64(n), body)
             return
+        self.loops_emitted += 1
         pre = b.block
         head = b.append_basic_block("loop")
         exit_ = b.append_basic_block("loop.end")

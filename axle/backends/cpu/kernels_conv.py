@@ -329,7 +329,10 @@ class DirectConv:
         pad = op.attr("padding")
         self.pt, self.pl = (int(pad[0][0]), int(pad[1][0])) if pad is not None else (0, 0)
         self.window = self.kh * self.kw * self.c
-        self.px = max(1, min(self.ow, ACCUMULATORS * _vector_floats() // cb))
+        most = max(1, min(self.ow, ACCUMULATORS * _vector_floats() // cb))
+        # a block width that divides the row, if one is near the most: no third copy of
+        # the pixel code for the remainder (rows of 16, 32, 64 take blocks of 8)
+        self.px = next((p for p in range(most, (2 * most + 2) // 3 - 1, -1) if self.ow % p == 0), most)
         self.work = self.n * self.oh * self.ow * self.f * self.window
         self.vt = ir.VectorType(ir.FloatType(), cb)
         self.token = None
@@ -446,7 +449,7 @@ class DirectConv:
                             xv = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(i32, 0)),
                                                   ir.Constant(vt, ir.Undefined), lanes0)
                             b.store(b.call(fma, [xv, wv, b.load(accs[p])]), accs[p])
-                    em.for_range(self.c, channel)
+                    em.for_range_dynamic(c64(0), c64(self.c), channel)  # short too: one copy
                 em.for_range_dynamic(c64(0), c64(self.kw), window_column)
         em.for_range_dynamic(c64(0), c64(self.kh), window_row)
         b = ctx.b
