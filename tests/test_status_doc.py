@@ -13,4 +13,4 @@ def test_status_doc_is_current():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         main()
-    assert open(DOC).read() == out.getvalue(), "docs/status.md is stale: regenerate it"
+    assert open(DOC, encoding="utf-8").read() == out.getvalue(), "docs/status.md is stale: regenerate it"

@@ -21,7 +21,7 @@ def _imports(folder: str) -> list:
             if not f.endswith(".py"):
                 continue
             path = os.path.join(dirpath, f)
-            with open(path) as fh:
+            with open(path, encoding="utf-8") as fh:
                 tree = ast.parse(fh.read(), path)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import):

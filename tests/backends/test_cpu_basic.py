@@ -20,14 +20,14 @@ def _mlp_args(seed=0):
 
 def test_mlp_example_matches_interpreter():
     # dots run through BLAS, which sums in its own order: equal to a few f32 rounding steps
-    text = open(EXAMPLE).read()
+    text = open(EXAMPLE, encoding="utf-8").read()
     ex = axle.compile(text, backend="cpu", passes=False)
     args = _mlp_args()
     np.testing.assert_allclose(ex(*args), axle.interpret(parse_module(text), *args), rtol=2e-6, atol=1e-6)
 
 
 def test_wrong_arguments_are_refused_before_native_code_runs():
-    ex = axle.compile(open(EXAMPLE).read(), backend="cpu", passes=False)
+    ex = axle.compile(open(EXAMPLE, encoding="utf-8").read(), backend="cpu", passes=False)
     args = _mlp_args()
     with pytest.raises(ArgumentError, match="argument 0 of @main: expected shape f32\\[4,8\\]"):
         ex(np.zeros((3, 8), np.float32), *args[1:])

@@ -179,7 +179,7 @@ from axle.backends.cpu import disk_cache
 r = np.random.default_rng(21)
 args = [r.standard_normal(s).astype(np.float32) for s in ((4, 8, 1, 64), (4, 8, 300, 64), (3, 512), (512, 700))]
 with disk_cache.disabled():
-    exe = axle.compile(open(sys.argv[1]).read(), backend="cpu")
+    exe = axle.compile(open(sys.argv[1], encoding="utf-8").read(), backend="cpu")
 outs = exe(*args)
 print(''.join(o.tobytes().hex() for o in outs)[:: 7])
 print(sum(1 for k in exe.program.kernels if (k.library or '').startswith('skinny')))

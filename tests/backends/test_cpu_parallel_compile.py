@@ -224,3 +224,15 @@ def test_programs_compiled_on_several_threads_at_once(monkeypatch):
         for a, b in zip(results[k], ref):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
 
+
+
+def test_compiles_on_several_threads_leave_the_locale_alone(monkeypatch):
+    """llvmlite's module printer sets the process's locale to "C" and back; two threads
+    printing at once used to leave it at "C" (after which open() read text as ASCII)."""
+    import locale
+    monkeypatch.setattr(llvm_env, "SPLIT_MIN_CHARS", 0)
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_compile_threads=4")
+    before = locale.setlocale(locale.LC_CTYPE)
+    for _ in range(200):
+        llvm_env.compile_to_object(HAND_WRITTEN, 0)
+        assert locale.setlocale(locale.LC_CTYPE) == before

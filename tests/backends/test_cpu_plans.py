@@ -252,14 +252,14 @@ def test_dump_to_writes_the_plans_beside_the_llvm_module(tmp_path, monkeypatch):
         cpu_exe.clear_memory_cache()
     files = sorted(os.listdir(tmp_path / "opt"))
     assert "000.main.cpu.ll" in files and "000.main.cpu.plans.txt" in files, files
-    text = (tmp_path / "opt" / "000.main.cpu.plans.txt").read_text()
+    text = (tmp_path / "opt" / "000.main.cpu.plans.txt").read_text(encoding="utf-8")
     filecheck(text, directives("""
     // CHECK-LABEL: fusion plan of @main
     // CHECK: kernel 0 library [%d = dot_general]
     // CHECK-LABEL: schedule of @main: 2 kernels
     // CHECK-LABEL: buffer assignment:
     """))
-    flagged = (tmp_path / "flag" / "000.main.cpu.plans.txt").read_text()
+    flagged = (tmp_path / "flag" / "000.main.cpu.plans.txt").read_text(encoding="utf-8")
     assert "reordered for peak memory" in flagged
 
 
@@ -269,7 +269,7 @@ def test_axle_compile_emits_the_plans(tmp_path):
     src.write_text(TWO_BRANCHES)
     out = tmp_path / "plans.txt"
     assert main([str(src), "--emit", "plans", "-o", str(out)]) == 0
-    filecheck(out.read_text(), directives("""
+    filecheck(out.read_text(encoding="utf-8"), directives("""
     // CHECK-LABEL: fusion plan of @main
     // CHECK: kernel 3 input [%z = constant, %tb = tanh, %d = reduce]
     // CHECK-LABEL: schedule of @main: 4 kernels, reordered for peak memory

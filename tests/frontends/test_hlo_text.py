@@ -106,7 +106,7 @@ def test_real_xla_dumps(tmp_path):
                    capture_output=True, timeout=300)
     for name in ("step", "fn", "block", "wl"):
         [path] = [p for p in (tmp_path / "dump").iterdir() if p.name.endswith(f".jit_{name}.before_optimizations.txt")]
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
         assert "FileNames" in text and "metadata=" in text
         m = parse_hlo(text, str(path))
         verify(m)

@@ -11,7 +11,7 @@ from axle.ir import ParseError, parse_module, print_module, split_cases
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "conformance")
 SAMPLES = []
 for _f in sorted(glob.glob(os.path.join(ROOT, "interpret", "*.mlir")))[::4]:
-    SAMPLES.extend(c for _, c in split_cases(open(_f).read())[:2] if len(c) < 4000)
+    SAMPLES.extend(c for _, c in split_cases(open(_f, encoding="utf-8").read())[:2] if len(c) < 4000)
 if not SAMPLES:  # without ../shared, fuzz a module of our own
     SAMPLES = [open(os.path.join(os.path.dirname(__file__), "..", "..", "axle", "examples", "mlp.mlir")).read()]
 

@@ -21,7 +21,7 @@ needs_suite = pytest.mark.skipif(not os.path.isdir(ROOT), reason="../shared/conf
 def _check(files):
     bad = []
     for f in files:
-        for line, case in split_cases(open(f).read()):
+        for line, case in split_cases(open(f, encoding="utf-8").read()):
             why = roundtrip_case(case, f)
             if why:
                 bad.append(f"{f}:{line}: {why}")
@@ -47,7 +47,7 @@ def test_parse_speed_of_the_whole_tree():
     t0 = time.perf_counter()
     n = 0
     for f in files:
-        for _, case in split_cases(open(f).read()):
+        for _, case in split_cases(open(f, encoding="utf-8").read()):
             parse_module(case, f)
             n += 1
     seconds = time.perf_counter() - t0

@@ -23,7 +23,7 @@ FILES = sorted(glob.glob(os.path.join(HERE, "*.mlir")))
 
 def _cases():
     for f in FILES:
-        text = open(f).read()
+        text = open(f, encoding="utf-8").read()
         m = re.search(r"//\s*RUN:\s*passes=([\w,\-]+)", text)
         assert m, f"{f}: first line must be '// RUN: passes=...'"
         for line, chunk in split_cases(text):

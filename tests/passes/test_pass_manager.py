@@ -30,7 +30,7 @@ def test_dumps_sort_in_pipeline_order(tmp_path):
     middle = names[1:-1]
     assert middle and all("after_simplify" in n or "after_cse" in n for n in middle)
     assert [int(n.split(".")[0]) for n in names] == list(range(len(names)))
-    final = parse_module((tmp_path / names[-1]).read_text())
+    final = parse_module((tmp_path / names[-1]).read_text(encoding="utf-8"))
     assert [op.name for op in final.main.body.operations] == ["stablehlo.add", "func.return"]
 
 

@@ -35,7 +35,7 @@ def gpt2_artifact(tmp_path_factory):
 
 
 def test_new_process_runs_the_artifact_without_llvm(gpt2_artifact, tmp_path):
-    exe = axle.compile(open(GPT2).read())
+    exe = axle.compile(open(GPT2, encoding="utf-8").read())
     args = _args(exe)
     np.savez(tmp_path / "in.npz", *args)
     np.save(tmp_path / "want.npy", exe(*args))

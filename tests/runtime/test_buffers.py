@@ -37,7 +37,7 @@ def test_client_devices_and_buffers():
 
 
 def test_execute_returns_buffers_and_old_api_is_unchanged():
-    text = open(MLP).read()
+    text = open(MLP, encoding="utf-8").read()
     rng = np.random.default_rng(0)
     args = _mlp_args(rng)
     want = interpret(axle.parse_module(text), *args)
@@ -76,7 +76,7 @@ def test_execute_async_queues_in_order_and_reports_errors():
 
 
 def test_compile_options_object(tmp_path):
-    text = open(MLP).read()
+    text = open(MLP, encoding="utf-8").read()
     opts = CompileOptions(dump_to=str(tmp_path / "dump"), profile=True)
     exe = axle.client().compile(text, opts)
     dumped = sorted(os.listdir(tmp_path / "dump"))
@@ -91,7 +91,7 @@ def test_compile_options_object(tmp_path):
 
 
 def test_interpreter_backend_through_the_client():
-    text = open(MLP).read()
+    text = open(MLP, encoding="utf-8").read()
     args = _mlp_args(np.random.default_rng(3))
     exe = axle.client("interpreter").compile(text)
     out = exe.execute(args)

@@ -141,7 +141,7 @@ from mpi4py import MPI
 from axle.ir import parse_module
 from axle.sharding.mpi import MpiContext
 from axle.backends.cpu.multi import compiled_program_runner
-m = parse_module(open(sys.argv[1]).read())
+m = parse_module(open(sys.argv[1], encoding="utf-8").read())
 x = np.load(sys.argv[2])
 runner = compiled_program_runner(m)
 outs = runner("main", [x], MpiContext(MPI.COMM_WORLD))
@@ -178,7 +178,7 @@ import sys, numpy as np
 from axle.ir import parse_module
 from axle.interpreter.collectives import run_parallel
 from axle.backends.cpu.multi import compiled_program_runner
-m = parse_module(open(sys.argv[1]).read())
+m = parse_module(open(sys.argv[1], encoding="utf-8").read())
 runner = compiled_program_runner(m)
 x = np.arange(4 * 6 * 4, dtype=np.float32).reshape(4, 6, 4)
 outs, _ = run_parallel([["main"] * 2], [x, x], runner, lambda name: 1)

@@ -99,7 +99,7 @@ def test_per_call_per_kernel_durations(transformer):
 
 
 def test_unprofiled_code_reads_no_clock():
-    m = parse_module(open(EXAMPLE).read())
+    m = parse_module(open(EXAMPLE, encoding="utf-8").read())
     plain = compile_function(m)
     timed = compile_function(m, profile=True)
     assert "clock_gettime" not in plain.llvm_ir and plain.profile_offset is None
@@ -109,7 +109,7 @@ def test_unprofiled_code_reads_no_clock():
 
 
 def test_a_trace_records_plain_executions_and_nothing_outside(tmp_path):
-    text = open(EXAMPLE).read()
+    text = open(EXAMPLE, encoding="utf-8").read()
     r = np.random.default_rng(0)
     args = [r.standard_normal(s).astype(np.float32) for s in [(4, 8), (8, 16), (16,), (16, 4), (4,)]]
     ex = axle.compile(text, backend="cpu")
@@ -127,7 +127,7 @@ def test_a_trace_records_plain_executions_and_nothing_outside(tmp_path):
 def test_profile_a_conformance_program(tmp_path):
     from axle.tools.lifting import lift
     path = os.path.join(CONFORMANCE, "dot_general_float16_4_3_float32_3_6.mlir")
-    lifted = lift(parse_module(open(path).read(), path), "main")
+    lifted = lift(parse_module(open(path, encoding="utf-8").read(), path), "main")
     trace = str(tmp_path / "conf.json")
     res = profile.run_profile(print_module(lifted.module), lifted.args, path, repeat=4, warmup=1,
                               trace_path=trace)
@@ -170,7 +170,7 @@ def test_explain_writes_html_and_png_naming_every_kernel(transformer, tmp_path):
     assert report.png_path == str(png)
     data = png.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) < 300_000
-    page = (tmp_path / "report.html").read_text()
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
     for k in res.kernels:
         assert f">{k.label}<" in page

@@ -169,7 +169,7 @@ def _compile_parts(parts: list, opt: int) -> tuple[str, bytes]:
 
 def _compile_alone(ir_text: str, opt: int) -> tuple[str, bytes]:
     """compile_to_object's steps for one module in a context of its own, the long LLVM calls
-    (parse, verify, the pass pipeline, code generation, printing) made without llvmlite's
+    (parse, verify, the pass pipeline, code generation) made without llvmlite's
     global lock (the ctypes calls release the GIL): LLVM is safe to run on several threads
     when each has its own context, module, target machine and pass builder."""
     from ctypes import c_char_p, string_at
@@ -200,7 +200,11 @@ def _compile_alone(ir_text: str, opt: int) -> tuple[str, bytes]:
                 raw("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
         with phase("llvm.object") as info:
             with _ffi.OutputString() as out:
-                raw("LLVMPY_PrintModuleToString")(mod, out)
+                # under llvmlite's lock, unlike the calls around it: llvmlite's printer switches
+                # the process's locale to "C" and back (setlocale is process-wide), and two
+                # threads printing at once left it at "C", after which Python's open() decoded
+                # text as ASCII (a UnicodeDecodeError in an unrelated test of a full run)
+                _ffi.lib.LLVMPY_PrintModuleToString(mod, out)
                 optimized = str(out)
             with _ffi.OutputString() as err:
                 mb = raw("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
