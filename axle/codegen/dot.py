@@ -47,3 +47,20 @@ class DotDims:
             for d, i in zip(dims, idx):
                 full[d] = i
         return lfull, rfull
+
+
+def run_stride(t, dims: list):
+    """The element stride of dimensions `dims` of row-major tensor type t read in their listed
+    order as one linear index, or None when they do not form one strided run (0 when every
+    one has extent 1): how dot kernels read an operand's batch, free or contracting
+    dimensions in place."""
+    strides = [1] * t.rank
+    for d in range(t.rank - 2, -1, -1):
+        strides[d] = strides[d + 1] * t.shape[d + 1]
+    dims = [d for d in dims if t.shape[d] != 1]
+    if not dims:
+        return 0
+    for a, b in zip(dims, dims[1:]):
+        if strides[a] != strides[b] * t.shape[b]:
+            return None
+    return strides[dims[-1]]

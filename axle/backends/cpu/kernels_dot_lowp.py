@@ -32,6 +32,7 @@ from typing import Optional
 
 from llvmlite import ir
 
+from axle.codegen.dot import run_stride
 from axle.codegen.emitter import _ty
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, element_type
@@ -56,20 +57,6 @@ def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
         return "bf16", 0
     return None
 
-
-def _run_stride(t: TensorType, dims: list) -> Optional[int]:
-    """The element stride of the run of dimensions `dims` (in their listed order, as one
-    linear index) of row-major t, or None when they do not form one strided run."""
-    strides = [1] * t.rank
-    for d in range(t.rank - 2, -1, -1):
-        strides[d] = strides[d + 1] * t.shape[d + 1]
-    dims = [d for d in dims if t.shape[d] != 1]
-    if not dims:
-        return 0
-    for a, b in zip(dims, dims[1:]):
-        if strides[a] != strides[b] * t.shape[b]:
-            return None
-    return strides[dims[-1]]
 
 
 def _enabled() -> bool:
@@ -102,7 +89,7 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
         return None
     if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return None
-    strides = [0, _run_stride(lt, d.lfree), _run_stride(lt, d.lc), 0, _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
+    strides = [0, run_stride(lt, d.lfree), run_stride(lt, d.lc), 0, run_stride(rt, d.rc), run_stride(rt, d.rfree)]
     if any(s is None for s in strides):
         return None
     if kind[0] == "f32" and n < NR_F32:

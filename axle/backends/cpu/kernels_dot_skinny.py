@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Optional
 
 from axle.backends.cpu.kernels_dot_skinny_ir import KB, P8, TYPES, kernel
+from axle.codegen.dot import run_stride
 from axle.codegen.emitter import _ty
 from axle.ir.core import Operation
 
@@ -36,20 +37,6 @@ SPLIT_K_BYTES = 8 << 20  # large operand bytes (per batch, beyond the L2 caches)
 PARTIAL_BYTES = 4 << 20  # most arena bytes for the parts' partial results
 _TYPES = TYPES
 
-
-def _run_stride(t, dims: list) -> Optional[int]:
-    """The element stride of dimensions `dims` (in order, as one linear index) of row-major
-    t, or None when they do not form one strided run (0 when all have extent 1)."""
-    strides = [1] * t.rank
-    for d in range(t.rank - 2, -1, -1):
-        strides[d] = strides[d + 1] * t.shape[d + 1]
-    dims = [d for d in dims if t.shape[d] != 1]
-    if not dims:
-        return 0
-    for a, b in zip(dims, dims[1:]):
-        if strides[a] != strides[b] * t.shape[b]:
-            return None
-    return strides[dims[-1]]
 
 
 def _prod(t, dims) -> int:
@@ -99,8 +86,8 @@ def skinny_plan(op: Operation, ctx=None) -> Optional[dict]:
     batch, m, n, k = _prod(lt, d.lb), _prod(lt, d.lfree), _prod(rt, d.rfree), _prod(lt, d.lc)
     if min(m, n) > MAX_ROWS or batch * m * n * k == 0 or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 40:
         return None
-    s = [_run_stride(lt, d.lb), _run_stride(lt, d.lfree), _run_stride(lt, d.lc),
-         _run_stride(rt, d.rb), _run_stride(rt, d.rc), _run_stride(rt, d.rfree)]
+    s = [run_stride(lt, d.lb), run_stride(lt, d.lfree), run_stride(lt, d.lc),
+         run_stride(rt, d.rb), run_stride(rt, d.rc), run_stride(rt, d.rfree)]
     if any(x is None for x in s):
         return None
     sa_b, sa_m, sa_k, sb_b, sb_k, sb_n = s
