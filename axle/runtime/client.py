@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from axle import counters as _metrics
+from axle import gcpause
 from axle.runtime.buffer import Buffer
 from axle.runtime.devices import Device
 from axle.runtime.options import CompileOptions
@@ -118,17 +119,18 @@ def compile_backend(module, options: CompileOptions, backend=None):
     _metrics.add("compiles")
     ok = False
     try:
-        if isinstance(module, str):
-            from axle.ir import parse_module
-            module = parse_module(module)
-        if backend is None:
-            backend = get_backend(name)
-        fn = module.function(options.entry)
-        aliases = requested_aliases(fn, options.donate_argnums)
-        donated = donated_arguments(fn, options.donate_argnums)
-        before = _metrics.snapshot()
-        exe = backend.compile(module, options.entry, options.to_backend(aliases))
-        after = _metrics.snapshot()
+        with gcpause.paused():  # (a full collection per few thousand IR objects: axle/gcpause.py)
+            if isinstance(module, str):
+                from axle.ir import parse_module
+                module = parse_module(module)
+            if backend is None:
+                backend = get_backend(name)
+            fn = module.function(options.entry)
+            aliases = requested_aliases(fn, options.donate_argnums)
+            donated = donated_arguments(fn, options.donate_argnums)
+            before = _metrics.snapshot()
+            exe = backend.compile(module, options.entry, options.to_backend(aliases))
+            after = _metrics.snapshot()
         ok = True
     finally:
         dt = time.perf_counter() - t0

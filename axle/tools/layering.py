@@ -2,8 +2,8 @@
 
 Layers, lowest first (a module may import its own layer and the ones below, never above):
 
-    0 base       axle.errors, axle.flags, axle.counters, axle.forks, axle.limits, axle.lru,
-                 axle.version
+    0 base       axle.errors, axle.flags, axle.counters, axle.forks, axle.gcpause,
+                 axle.limits, axle.lru, axle.version
     1 ir         axle.ir (types, ops, the IR, text formats, verifier, shape inference)
     2 profiler   axle.profiler (the traces every higher layer reports into; it installs
                  the IR's parse hook, so it sits just above the IR)
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 LAYERS = [
-    ("base", ("axle.errors", "axle.flags", "axle.counters", "axle.forks", "axle.limits", "axle.lru",
-              "axle.version")),
+    ("base", ("axle.errors", "axle.flags", "axle.counters", "axle.forks", "axle.gcpause", "axle.limits",
+              "axle.lru", "axle.version")),
     ("ir", ("axle.ir",)),
     ("profiler", ("axle.profiler",)),
     ("interpreter", ("axle.interpreter",)),
