@@ -105,7 +105,7 @@ class NativeProgram:
 
     @classmethod
     def compile(cls, program: Program) -> "NativeProgram":
-        optimized, obj = compile_to_object(program.llvm_ir)
+        optimized, obj = compile_to_object(program.llvm_ir, strength_reduction="marked")
         return cls(program, obj, optimized)
 
     def _scratch(self):

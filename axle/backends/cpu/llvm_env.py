@@ -78,6 +78,7 @@ def optimize(mod, tm, level: int = 3) -> None:
     mpm.run(mod, pb)
 
 
+
 # Symbols the generated code may call that the JIT cannot find by itself in the process
 # (e.g. BLAS routines reached through scipy's function pointers): name -> address.
 EXTERNAL_SYMBOLS: dict[str, int] = {}
@@ -89,29 +90,62 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
-def compile_to_object(ir_text: str, opt: int = 3) -> tuple[str, bytes]:
+# Loop strength reduction (LSR), which LLVM's code generator runs on every loop, took 8-17% of
+# the LLVM time of a cold compile here and changed the run time of nothing in `axle bench`
+# but the register-blocked direct convolution (3 input channels: 0.070 -> 0.105 ms without
+# it; benchmarks/results/compile.md, round 3). A program module is therefore compiled with
+# the code generator's LSR off (the cl::opt -disable-lsr, set only while compile_to_object
+# holds _LOCK) unless one of its functions asks for it with this metadata
+# (want_strength_reduction). It is a whole-module choice: LLVM's LSR pass run on single
+# functions outside the code generator breaks the loop form its pass manager asserts
+# (an abort in this LLVM build). Runtime kernels built once per process keep LSR.
+LSR_METADATA = "axle.lsr"
+
+
+def want_strength_reduction(fn) -> None:
+    """Mark an llvmlite ir.Function whose loops need LSR (see LSR_METADATA)."""
+    if LSR_METADATA not in fn.metadata:
+        fn.set_metadata(LSR_METADATA, fn.module.add_metadata([]))
+
+
+def _wants_lsr(ir_text: str) -> bool:
+    return f"!{LSR_METADATA} " in ir_text
+
+
+def compile_to_object(ir_text: str, opt: int = 3, strength_reduction: str = "all") -> tuple[str, bytes]:
     """Parse, verify and optimize LLVM IR; returns (optimized IR text, object code). A module
     with kernels worth splitting (axle/codegen/llvm_split.py) is compiled as several modules on as many
     threads (--cpu_compile_threads), each in its own LLVM context; its object code is then
-    those objects packed into one (pack_objects), which link_object takes apart again."""
+    those objects packed into one (pack_objects), which link_object takes apart again.
+    strength_reduction: LSR on "all" loops, or only in a module with a function "marked" by
+    want_strength_reduction (then on all of its loops)."""
+    if strength_reduction not in ("all", "marked"):
+        raise ValueError(f"compile_to_object: strength_reduction must be 'all' or 'marked', not {strength_reduction!r}")
+    no_lsr = strength_reduction == "marked" and not _wants_lsr(ir_text)
     with _LOCK:
         _init()
-        parts = _split(ir_text)
-        if parts is not None:
-            return _compile_parts(parts, opt)
-        with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
-            mod = llvm.parse_assembly(ir_text)
-            mod.verify()
-        tm = target_machine(opt)
-        mod.triple = triple()
-        mod.data_layout = str(tm.target_data)
-        if opt:
-            with phase("llvm.optimize", level=opt):
-                optimize(mod, tm, opt)
-        with phase("llvm.object") as info:
-            optimized, obj = str(mod), tm.emit_object(mod)
-            info["object_bytes"] = len(obj)
-        return optimized, obj
+        if no_lsr:
+            llvm.set_option("axle", "-disable-lsr=1")
+        try:
+            parts = _split(ir_text)
+            if parts is not None:
+                return _compile_parts(parts, opt)
+            with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
+                mod = llvm.parse_assembly(ir_text)
+                mod.verify()
+            tm = target_machine(opt)
+            mod.triple = triple()
+            mod.data_layout = str(tm.target_data)
+            if opt:
+                with phase("llvm.optimize", level=opt):
+                    optimize(mod, tm, opt)
+            with phase("llvm.object") as info:
+                optimized, obj = str(mod), tm.emit_object(mod)
+                info["object_bytes"] = len(obj)
+            return optimized, obj
+        finally:
+            if no_lsr:
+                llvm.set_option("axle", "-disable-lsr=0")
 
 
 SPLIT_MIN_CHARS = 4_000  # below this, a module is compiled whole (a part costs 1-5 ms of CPU to set up)
