@@ -46,8 +46,8 @@ def emit_planned_block(ctx, block: Block, results_into: Optional[list], level: i
             if timer is not None:
                 timer.start()
             emit = emitter_of(op)
-            if op.name == "stablehlo.reshape" and ctx.same_buffer(op.results[0], op.operands[0]):
-                emit = _nothing  # a reshape viewing its operand's buffer (plan.invariant)
+            if _views_operand(ctx, plan, op):
+                emit = _nothing
             if level == 0:
                 check_compile_time(f"kernel {len(ctx.kernels) - 1} ({op.name})")
             if level == 0 and ctx.split_kernels:
@@ -118,6 +118,16 @@ def _buffers_for(ctx, plan, op, k: int) -> None:
 
 def _nothing(ctx, op) -> None:
     """The kernel of a value that is its operand's bytes already."""
+
+
+def _views_operand(ctx, plan, op) -> bool:
+    """Whether op's kernel has nothing to do: its one result holds its one operand's bytes
+    (plan.invariant, e.g. a row-major reshape) and was given that operand's buffer. Ops with
+    regions run them (a loop's effects and termination), whatever their results."""
+    if len(op.results) != 1 or len(op.operands) != 1 or op.regions:
+        return False
+    r = op.results[0]
+    return plan.invariant.get(r) is op.operands[0] and ctx.same_buffer(r, op.operands[0])
 
 
 def _invariant_source(ctx, plan, r):
