@@ -1,5 +1,5 @@
 """Loop strength reduction runs only in program modules that ask for it (llvm_env.LSR_METADATA):
-the direct convolution does, elementwise code does not; runtime kernels always get it."""
+the direct convolution with few input channels does, elementwise code does not."""
 import jax
 import numpy as np
 import pytest
@@ -24,13 +24,15 @@ def _compile_recording(monkeypatch, fn, *args):
     return exe, calls
 
 
-def test_direct_convolution_keeps_lsr_and_is_right(monkeypatch):
+@pytest.mark.parametrize("cin,lsr", [(3, True), (32, False)])
+def test_direct_convolution_asks_for_lsr_with_few_channels_and_is_right(monkeypatch, cin, lsr):
     r = np.random.default_rng(0)
-    x = r.standard_normal((2, 12, 12, 3), np.float32)
-    w = r.standard_normal((3, 3, 3, 16), np.float32)
+    x = r.standard_normal((2, 12, 12, cin), np.float32)
+    w = r.standard_normal((3, 3, cin, 16), np.float32)
     exe, calls = _compile_recording(monkeypatch, _conv, x, w)
-    assert f"!{llvm_env.LSR_METADATA} " in exe.program.llvm_ir
-    assert calls == []  # LSR left on for the whole module
+    assert [k.library for k in exe.program.kernels] == [None]  # the direct kernel
+    assert (f"!{llvm_env.LSR_METADATA} " in exe.program.llvm_ir) == lsr
+    assert calls == ([] if lsr else ["-disable-lsr=1", "-disable-lsr=0"])
     np.testing.assert_allclose(exe(x, w), np.asarray(jax.jit(_conv)(x, w)), rtol=1e-4, atol=1e-4)
 
 

@@ -304,6 +304,9 @@ def _conv_direct(ctx: Context, op: Operation, cb: int) -> None:
     conv.release()
 
 
+LSR_CHANNELS = 4  # up to this many input channels, the direct kernel asks for LSR (row())
+
+
 class DirectConv:
     """out[n, oy, ox, f] = sum over (ky, kx, c) in order of in[n, iy, ix, c] * w[ky, kx, c, f]
     with iy = oy * sy + ky * dy - pad_top (likewise x); window rows in padding are skipped,
@@ -372,8 +375,12 @@ class DirectConv:
     def row(self, n, oy, out_row) -> None:
         """Output row (n, oy) (i64 values) into out_row (f32*: ow x f floats)."""
         ctx, em, px = self.ctx, self.ctx.em, self.px
-        # its window loops read several input rows at offsets: 30% slower without LSR (llvm_env)
-        want_strength_reduction(ctx.b.function)
+        if self.c <= LSR_CHANNELS:
+            # with an image's few input channels the short window loops are most of the work,
+            # and LLVM's loop strength reduction (llvm_env: off unless asked for) takes 15-25%
+            # off them; with more channels the channel loop, whose addresses are a pointer plus
+            # the channel, is the work and LSR gains 2% for 25% of the kernel's compile time
+            want_strength_reduction(ctx.b.function)
         c64 = em.const_i64
         accs = [em.alloca(self.vt) for _ in range(px)]
         full = self.ow // px
@@ -425,28 +432,41 @@ class DirectConv:
                 row = b.mul(b.add(b.mul(n, c64(self.h)), iy), c64(self.w))
 
                 def window_column(kx):
+                    # Addresses in the channel loop are a pointer made here plus the channel
+                    # (and a constant): no multiply per channel, so the code generator's loop
+                    # strength reduction, which this LLVM spends much time on, has nothing to do.
                     b = ctx.b
-                    bases, oks = [], []
+                    ptrs, oks = [], []
                     for p in range(npx):
-                        ix = b.add(b.mul(b.add(ox0, c64(p)), c64(self.sx)), b.sub(b.mul(kx, c64(self.dx)), c64(self.pl)))
                         ok = None
+                        if checked or p == 0:
+                            ix = b.add(b.mul(b.add(ox0, c64(p)), c64(self.sx)),
+                                       b.sub(b.mul(kx, c64(self.dx)), c64(self.pl)))
                         if checked:
                             ok = b.and_(b.icmp_signed(">=", ix, c64(0)), b.icmp_signed("<", ix, c64(self.w)))
                             ix = b.select(ok, ix, c64(0))  # always a valid address
-                        bases.append(b.mul(b.add(row, ix), c64(self.c)))
+                            ptrs.append(b.gep(src, [b.mul(b.add(row, ix), c64(self.c))], inbounds=True))
+                        elif p == 0:
+                            ptrs.append(b.gep(src, [b.mul(b.add(row, ix), c64(self.c))], inbounds=True))
+                        else:  # every pixel inside: the first pixel's pointer, sx * c floats on each
+                            ptrs.append(None)
                         oks.append(ok)
-                    wrow = b.mul(b.add(b.mul(ky, c64(self.kw)), kx), c64(self.c))
+                    wrow = b.mul(b.add(b.mul(ky, c64(self.kw)), kx), c64(self.c))  # weights' row (ky, kx, 0)
+                    if packed:  # packed[fb, r, :]
+                        wbase = b.gep(wts, [b.mul(b.add(b.mul(fb, c64(self.window)), wrow), c64(cb))], inbounds=True)
+                    else:  # w[r, fb cb:]
+                        wbase = b.gep(wts, [b.add(b.mul(wrow, c64(self.f)), b.mul(fb, c64(cb)))], inbounds=True)
+                    wstep = cb if packed else self.f
 
                     def channel(ci):
                         b = ctx.b
-                        r = b.add(wrow, ci)  # the weights' row (ky, kx, c)
-                        if packed:  # packed[fb, r, :]
-                            at = b.mul(b.add(b.mul(fb, c64(self.window)), r), c64(cb))
-                        else:  # w[r, fb cb:]
-                            at = b.add(b.mul(r, c64(self.f)), b.mul(fb, c64(cb)))
-                        wv = b.load(b.bitcast(b.gep(wts, [at], inbounds=True), vt.as_pointer()), align=4)
+                        at = b.mul(ci, c64(wstep))
+                        wv = b.load(b.bitcast(b.gep(wbase, [at], inbounds=True), vt.as_pointer()), align=4)
                         for p in range(npx):
-                            x = b.load(b.gep(src, [b.add(bases[p], ci)], inbounds=True))
+                            if ptrs[p] is None:
+                                x = b.load(b.gep(ptrs[0], [b.add(ci, c64(p * self.sx * self.c))], inbounds=True))
+                            else:
+                                x = b.load(b.gep(ptrs[p], [ci], inbounds=True))
                             if oks[p] is not None:
                                 x = b.select(oks[p], x, zero)
                             xv = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(i32, 0)),

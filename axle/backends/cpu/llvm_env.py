@@ -92,7 +92,7 @@ def host_cpu() -> tuple[str, str]:
 
 # Loop strength reduction (LSR), which LLVM's code generator runs on every loop, took 8-17% of
 # the LLVM time of a cold compile here and changed the run time of nothing in `axle bench`
-# but the register-blocked direct convolution (3 input channels: 0.070 -> 0.105 ms without
+# but the register-blocked direct convolution (3 input channels: 0.064 -> 0.084 ms without
 # it; benchmarks/results/compile.md, round 3). A program module is therefore compiled with
 # the code generator's LSR off (the cl::opt -disable-lsr, set only while compile_to_object
 # holds _LOCK) unless one of its functions asks for it with this metadata
