@@ -334,5 +334,8 @@ def test_columns_summed_together_or_alone_give_the_same_bits(m, monkeypatch):
     real = kernels_dot_skinny._unroll
     monkeypatch.setattr(kernels_dot_skinny, "_unroll", lambda mode, rows: 1 if mode == "dot" else real(mode, rows))
     single = _compile(text)
-    assert "_u1_" in single._static.optimized_ir and "_u1_" not in grouped._static.optimized_ir
+    assert "_u1_" in single._static.optimized_ir
+    # with 16 vector registers (AVX2) five rows leave room for one column at a time: then
+    # the grouped kernel is the single one, and only the bits are compared
+    assert ("_u1_" not in grouped._static.optimized_ir) == (real("dot", m) > 1)
     np.testing.assert_array_equal(grouped(a, b), single(a, b))

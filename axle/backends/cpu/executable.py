@@ -87,7 +87,7 @@ class NativeProgram:
     def __init__(self, program: Program, obj: bytes, optimized_ir: str = "", from_disk: bool = False):
         self.program = program
         self.object_code = obj
-        self.optimized_ir = optimized_ir
+        self._optimized_ir = optimized_ir
         self.from_disk = from_disk
         self._jit, addrs = link_object(obj, ["axle_entry", "axle_call"])
         self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(addrs["axle_entry"])
@@ -103,9 +103,18 @@ class NativeProgram:
         self._alias = sorted((int(k), int(j)) for k, j in program.aliases.items())
         self._local = threading.local()  # arena and pointer table per thread (devices run in threads)
 
+    @property
+    def optimized_ir(self) -> str:
+        """The program's LLVM IR after LLVM's pipeline: made on first request (a compile does
+        not print it), from the program's IR, or "" where that is not kept."""
+        if not self._optimized_ir and self.program.llvm_ir:
+            from axle.backends.cpu.llvm_env import optimized_text
+            self._optimized_ir = optimized_text(self.program.llvm_ir)
+        return self._optimized_ir
+
     @classmethod
     def compile(cls, program: Program) -> "NativeProgram":
-        optimized, obj = compile_to_object(program.llvm_ir, strength_reduction="marked")
+        optimized, obj = compile_to_object(program.llvm_ir, strength_reduction="marked", keep_ir=False)
         return cls(program, obj, optimized)
 
     def _scratch(self):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from ctypes import c_char_p, string_at
 from functools import lru_cache
 
 import llvmlite.binding as llvm
@@ -43,10 +44,53 @@ def target_machine(opt: int = 3):
     """A fresh target machine for the host (each JIT owns its own; sharing one crashes)."""
     _init()
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=_features(),
+    cpu, _ = host_cpu()
+    return target.create_target_machine(cpu=cpu, features=_features(),
                                         opt=opt, reloc="pic", codemodel="small")
 
 
+# Target machines for code generation, kept for the next compile: a fresh one costs ~0.6 ms
+# to make and ~2 ms more on its first emission (the subtarget and its tables are built then),
+# a fixed cost that every module part of every compile paid. One thread at a time uses a
+# machine (borrowed, then given back); machines are never shared between threads at once.
+_TM_FREE: dict = {}  # opt level -> [target machine]
+_TM_LOCK = threading.Lock()
+
+
+class _Borrowed:
+    def __init__(self, opt: int):
+        self.opt = opt
+
+    def __enter__(self):
+        with _TM_LOCK:
+            free = _TM_FREE.get(self.opt)
+            self.tm = free.pop() if free else None
+        if self.tm is None:
+            self.tm = target_machine(self.opt)
+        return self.tm
+
+    def __exit__(self, *exc):
+        with _TM_LOCK:
+            _TM_FREE.setdefault(self.opt, []).append(self.tm)
+        return False
+
+
+def borrowed_target_machine(opt: int = 3) -> _Borrowed:
+    """`with borrowed_target_machine(opt) as tm:` a host target machine for this thread's
+    code generation, from those earlier compiles gave back (else a new one)."""
+    return _Borrowed(opt)
+
+
+def _drop_target_machines() -> None:
+    """A fork()ed child starts without the parent's kept machines (their LLVM state may be
+    mid-use by a thread the child does not have)."""
+    _TM_FREE.clear()
+
+
+os.register_at_fork(after_in_child=_drop_target_machines)
+
+
+@lru_cache(maxsize=None)
 def _features() -> str:
     """The host's features; on AVX-512 machines also 512-bit vectors for loops (LLVM's
     Intel tuning prefers 256 bits; our elementwise kernels measured ~15% faster with 512)."""
@@ -112,13 +156,16 @@ def _wants_lsr(ir_text: str) -> bool:
     return f"!{LSR_METADATA} " in ir_text
 
 
-def compile_to_object(ir_text: str, opt: int = 3, strength_reduction: str = "all") -> tuple[str, bytes]:
+def compile_to_object(ir_text: str, opt: int = 3, strength_reduction: str = "all",
+                      keep_ir: bool = True) -> tuple[str, bytes]:
     """Parse, verify and optimize LLVM IR; returns (optimized IR text, object code). A module
     with kernels worth splitting (axle/codegen/llvm_split.py) is compiled as several modules on as many
     threads (--cpu_compile_threads), each in its own LLVM context; its object code is then
     those objects packed into one (pack_objects), which link_object takes apart again.
     strength_reduction: LSR on "all" loops, or only in a module with a function "marked" by
-    want_strength_reduction (then on all of its loops)."""
+    want_strength_reduction (then on all of its loops). keep_ir=False: the optimized IR is
+    not printed (returned as ""): printing took 1-2% of a compile, under llvmlite's lock;
+    optimized_text() makes it again when someone asks."""
     if strength_reduction not in ("all", "marked"):
         raise ValueError(f"compile_to_object: strength_reduction must be 'all' or 'marked', not {strength_reduction!r}")
     no_lsr = strength_reduction == "marked" and not _wants_lsr(ir_text)
@@ -129,19 +176,19 @@ def compile_to_object(ir_text: str, opt: int = 3, strength_reduction: str = "all
         try:
             parts = _split(ir_text)
             if parts is not None:
-                return _compile_parts(parts, opt)
+                return _compile_parts(parts, opt, keep_ir)
             with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
                 mod = llvm.parse_assembly(ir_text)
                 mod.verify()
-            tm = target_machine(opt)
-            mod.triple = triple()
-            mod.data_layout = str(tm.target_data)
-            if opt:
-                with phase("llvm.optimize", level=opt):
-                    optimize(mod, tm, opt)
-            with phase("llvm.object") as info:
-                optimized, obj = str(mod), tm.emit_object(mod)
-                info["object_bytes"] = len(obj)
+            with borrowed_target_machine(opt) as tm:
+                mod.triple = triple()
+                mod.data_layout = str(tm.target_data)
+                if opt:
+                    with phase("llvm.optimize", level=opt):
+                        optimize(mod, tm, opt)
+                with phase("llvm.object") as info:
+                    optimized, obj = str(mod) if keep_ir else "", tm.emit_object(mod)
+                    info["object_bytes"] = len(obj)
             return optimized, obj
         finally:
             if no_lsr:
@@ -175,7 +222,7 @@ def _split(ir_text: str):
     return split_module(ir_text, n)
 
 
-def _compile_parts(parts: list, opt: int) -> tuple[str, bytes]:
+def _compile_parts(parts: list, opt: int, keep_ir: bool = True) -> tuple[str, bytes]:
     """Each part on its own thread (the first on this one), in its own context; llvmlite's
     lock is taken for the short calls only, so the threads' LLVM work overlaps. The caller
     holds _LOCK throughout (a fork waits until every thread is out of LLVM)."""
@@ -183,7 +230,7 @@ def _compile_parts(parts: list, opt: int) -> tuple[str, bytes]:
 
     def work(k: int) -> None:
         try:
-            results[k] = _compile_alone(parts[k], opt)
+            results[k] = _compile_alone(parts[k], opt, keep_ir)
         except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
             results[k] = e
 
@@ -198,15 +245,15 @@ def _compile_parts(parts: list, opt: int) -> tuple[str, bytes]:
     for r in results:
         if isinstance(r, BaseException):
             raise r
-    return "\n".join(r[0] for r in results), pack_objects([r[1] for r in results])
+    text = "\n".join(r[0] for r in results) if keep_ir else ""
+    return text, pack_objects([r[1] for r in results])
 
 
-def _compile_alone(ir_text: str, opt: int) -> tuple[str, bytes]:
+def _compile_alone(ir_text: str, opt: int, keep_ir: bool = True) -> tuple[str, bytes]:
     """compile_to_object's steps for one module in a context of its own, the long LLVM calls
     (parse, verify, the pass pipeline, code generation) made without llvmlite's
     global lock (the ctypes calls release the GIL): LLVM is safe to run on several threads
     when each has its own context, module, target machine and pass builder."""
-    from ctypes import c_char_p, string_at
     raw = _raw
     ctx = llvm.create_context()
     with phase("llvm.parse", ir_bytes=len(ir_text)):
@@ -220,19 +267,30 @@ def _compile_alone(ir_text: str, opt: int) -> tuple[str, bytes]:
             if raw("LLVMPY_VerifyModule")(mod, err):
                 raise RuntimeError(str(err))
     try:
-        tm = target_machine(opt)
-        mod.triple = triple()
-        mod.data_layout = str(tm.target_data)
-        if opt:
-            with phase("llvm.optimize", level=opt):
-                pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-                pto.loop_vectorization = True
-                pto.slp_vectorization = True
-                pto.loop_unrolling = False  # (as optimize() does)
-                pb = llvm.create_pass_builder(tm, pto)
-                mpm = pb.getModulePassManager()
-                raw("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
-        with phase("llvm.object") as info:
+        with borrowed_target_machine(opt) as tm:
+            return _optimize_and_emit(mod, tm, opt, keep_ir)
+    finally:
+        mod.close()  # (before its context)
+        ctx.close()
+
+
+def _optimize_and_emit(mod, tm, opt: int, keep_ir: bool = True) -> tuple[str, bytes]:
+    """_compile_alone's pipeline and code generation, on a module of its own context."""
+    raw = _raw
+    mod.triple = triple()
+    mod.data_layout = str(tm.target_data)
+    if opt:
+        with phase("llvm.optimize", level=opt):
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+            pto.loop_unrolling = False  # (as optimize() does)
+            pb = llvm.create_pass_builder(tm, pto)
+            mpm = pb.getModulePassManager()
+            raw("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
+    with phase("llvm.object") as info:
+        optimized = ""
+        if keep_ir:
             with _ffi.OutputString() as out:
                 # under llvmlite's lock, unlike the calls around it: llvmlite's printer switches
                 # the process's locale to "C" and back (setlocale is process-wide), and two
@@ -240,19 +298,16 @@ def _compile_alone(ir_text: str, opt: int) -> tuple[str, bytes]:
                 # text as ASCII (a UnicodeDecodeError in an unrelated test of a full run)
                 _ffi.lib.LLVMPY_PrintModuleToString(mod, out)
                 optimized = str(out)
-            with _ffi.OutputString() as err:
-                mb = raw("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
-                if not mb:
-                    raise RuntimeError(str(err))
-            try:
-                obj = string_at(_ffi.lib.LLVMPY_GetBufferStart(mb), _ffi.lib.LLVMPY_GetBufferSize(mb))
-            finally:
-                _ffi.lib.LLVMPY_DisposeMemoryBuffer(mb)
-            info["object_bytes"] = len(obj)
-        return optimized, obj
-    finally:
-        mod.close()  # (before its context)
-        ctx.close()
+        with _ffi.OutputString() as err:
+            mb = raw("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+            if not mb:
+                raise RuntimeError(str(err))
+        try:
+            obj = string_at(_ffi.lib.LLVMPY_GetBufferStart(mb), _ffi.lib.LLVMPY_GetBufferSize(mb))
+        finally:
+            _ffi.lib.LLVMPY_DisposeMemoryBuffer(mb)
+        info["object_bytes"] = len(obj)
+    return optimized, obj
 
 
 def _raw(name: str):
@@ -387,6 +442,21 @@ def _check_mappings() -> None:
             f"{cap} (/proc/sys/vm/max_map_count); LLVM would abort the process when it cannot map "
             f"the code. Drop compiled programs you no longer call (or lower "
             f"--memory_cache_programs), or raise vm.max_map_count.")
+
+
+def optimized_text(ir_text: str, opt: int = 3) -> str:
+    """The module after LLVM's pipeline as compile_to_object runs it, printed (the module
+    whole: a split compile optimizes the same functions in parts)."""
+    with _LOCK:
+        _init()
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+        with borrowed_target_machine(opt) as tm:
+            mod.triple = triple()
+            mod.data_layout = str(tm.target_data)
+            if opt:
+                optimize(mod, tm, opt)
+        return str(mod)
 
 
 def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
