@@ -40,6 +40,10 @@ FLAGS = {f.name: f for f in [
     Flag("cpu_blas_avx512", True, "on an AVX-512 host whose CPU model SciPy's OpenBLAS does not know (it "
                                   "then uses 256-bit Haswell kernels), switch OpenBLAS to its SkylakeX "
                                   "kernels before axle's first GEMM (blas.py); false: leave OpenBLAS as it is"),
+    Flag("cpu_dedupe_kernels", True, "compile a top-level kernel once when later kernels of the program "
+                                     "are the same code on other buffers (a model's repeated layers): "
+                                     "kernels take their buffers' addresses as arguments "
+                                     "(backends/cpu/context.py)"),
     Flag("cpu_compile_threads", 0, "threads LLVM compiles one CPU program on (its kernels split into "
                                    "modules, codegen/llvm_split.py); 0: one per core, 1: the whole module on "
                                    "the calling thread"),

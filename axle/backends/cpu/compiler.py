@@ -85,7 +85,8 @@ def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) 
     profile_offset = ctx.timer.finish() if ctx.timer is not None else None
     status_offset = status.finish(ctx)
     ctx.buffer_plan.arena_bytes = ctx.offset
-    return Program(str(mod), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
+    from axle.backends.cpu.context import module_text
+    return Program(module_text(mod, ctx.function_texts), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
                    ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset,
                    ctx.aliases, ctx.alias_rejections,
                    sorted(set(ctx.host_ops)), status_offset, ctx.plans)

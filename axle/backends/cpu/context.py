@@ -24,10 +24,18 @@ from axle.ir.types import TensorType
 class Context:
     """Code generation state of one program: builder, emitter, arena and kernel list.
 
-    Every top-level kernel is emitted into its own function `void kN(i8** table)` (not
+    Every top-level kernel is emitted into its own function `void kN(i8** buffers)` (not
     inlined: LLVM's work grows faster than linearly with function size, and a kernel is
     the unit the parallel runtime runs), called in order from the entry. Buffers are
     named by BufRef and resolved to pointers in the prologue of the function using them.
+
+    A kernel function does not read the program's table of buffers: it gets an array of
+    the addresses of the buffers it uses (slot and arena offset resolved by the caller, in
+    the order the kernel first used them), and so do the functions it calls with its
+    table (its `.par` chunk functions, outlined loop bodies). So two kernels that compute
+    the same thing on different buffers are the same code, and a program keeps one
+    function for them (`_dedupe`, flag cpu_dedupe_kernels): the layers of a deep model
+    are compiled once, not once per layer.
     """
 
     def __init__(self, mod: ir.Module, func: ir.Function, arena_slot: int, split_kernels: bool = True):
@@ -55,6 +63,10 @@ class Context:
         self.block_plan = None  # the plan of the block being emitted (block.py)
         self.aliases: dict = {}  # requested result k -> argument j (donation; aliasing.py)
         self.alias_rejections: list = []
+        self._kargs: Optional[dict] = None  # in a kernel function: (slot, offset) -> index in its buffer array
+        self._kernel_code: dict = {}  # kernel code with its own functions' names replaced -> its function
+        self.function_texts: dict = {}  # function name -> its printed IR (kept kernels; module_text)
+        self.deduped = 0  # kernels that call an earlier kernel's function
 
     # -- functions and buffers
     def _enter(self, fn: ir.Function) -> None:
@@ -77,6 +89,11 @@ class Context:
     def resolve(self, ref: BufRef):
         key = (ref.slot, ref.offset)
         v = self._resolved.get(key)
+        if v is None and self._kargs is not None:  # a kernel's function: its buffer array
+            i = self._kargs.setdefault(key, len(self._kargs))
+            pb = self._prologue
+            v = pb.load(pb.gep(self.table, [ir.Constant(I64, i)], inbounds=True))
+            self._resolved[key] = v
         if v is None:
             pb = self._prologue
             base = self._resolved.get((ref.slot, 0))
@@ -101,32 +118,86 @@ class Context:
         return self.resolve(BufRef(self.arena_slot))
 
     def kernel_function(self, name: str):
-        """Context manager: emit into a new function `name(table)`, then call it here."""
+        """Context manager: emit into a new function `name(buffers)`, then call it here with
+        the array of the buffers it used (or an earlier kernel's function that is the
+        same code: _dedupe)."""
+        first = len(self.mod.globals)
         fn = ir.Function(self.mod, ir.FunctionType(ir.VoidType(), [P8P]), name)
         fn.linkage = "internal"
         fn.attributes.add("noinline")
         fn.attributes.add("nounwind")
-        return self.function_scope(fn, call=True, kernel=True)
+        return self.function_scope(fn, call=True, kernel=True, first_global=first)
 
-    def function_scope(self, fn: ir.Function, call: bool, kernel: bool = False):
-        """Context manager: emit into `fn(table)` (fresh), then return here (and call it)."""
+    def function_scope(self, fn: ir.Function, call: bool, kernel: bool = False, first_global: int = -1):
+        """Context manager: emit into `fn(table)` (fresh), then return here (and call it).
+        With first_global (a kernel's own function): `table` is the kernel's buffer array."""
         ctx = self
+        own_buffers = first_global >= 0
 
         class _Scope:
             def __enter__(self_):
-                self_.saved = (ctx.b, ctx.table, ctx._resolved, ctx._prologue, ctx.in_kernel_function)
+                self_.saved = (ctx.b, ctx.table, ctx._resolved, ctx._prologue, ctx.in_kernel_function, ctx._kargs)
                 ctx._enter(fn)
                 ctx.in_kernel_function = kernel
+                if own_buffers:
+                    ctx._kargs = {}
                 return fn
 
             def __exit__(self_, *exc):
                 ctx.b.ret_void()
-                ctx.b, ctx.table, ctx._resolved, ctx._prologue, ctx.in_kernel_function = self_.saved
+                kargs = ctx._kargs
+                ctx.b, ctx.table, ctx._resolved, ctx._prologue, ctx.in_kernel_function, ctx._kargs = self_.saved
                 ctx.em.b = ctx.b
                 if exc[0] is None and call:
-                    ctx.b.call(fn, [ctx.table])
+                    if own_buffers:
+                        ctx._call_kernel(ctx._dedupe(fn, first_global), kargs)
+                    else:
+                        ctx.b.call(fn, [ctx.table])
                 return False
         return _Scope()
+
+    def _call_kernel(self, fn: ir.Function, kargs: dict) -> None:
+        """Call kernel function fn with the addresses of its buffers (kargs: (slot, offset) ->
+        position), resolved here."""
+        arr = self.em.alloca(ir.ArrayType(I8.as_pointer(), max(len(kargs), 1)))
+        b = self.b
+        for (slot, off), i in kargs.items():
+            b.store(self.resolve(BufRef(slot, off)), b.gep(arr, [ir.Constant(I64, 0), ir.Constant(I64, i)], inbounds=True))
+        b.call(fn, [b.bitcast(arr, P8P)])
+
+    def _dedupe(self, fn: ir.Function, first_global: int) -> ir.Function:
+        """The function to call for the kernel just emitted into fn: an earlier kernel's when
+        fn and the functions made while emitting it (its `.par` chunks, outlined bodies) are
+        the same code as that kernel's up to their names; fn is then dropped from the module.
+        A kernel that made any other global (a constant, a shared helper) stays itself."""
+        from axle.flags import flag
+        made = list(self.mod.globals.values())[first_global:]
+        texts = {}
+        for g in made:
+            if not isinstance(g, ir.Function) or not g.blocks:
+                continue
+            if g is not fn and not (g.name.startswith(fn.name + ".") or g.name.startswith("while.body")):
+                return self._keep(fn, made, None)
+            texts[g.name] = str(g)
+        if not flag("cpu_dedupe_kernels") or any(
+                not isinstance(g, ir.Function) for g in made):
+            return self._keep(fn, made, texts)
+        code = "\n".join(texts.values())
+        for k, name in enumerate(texts):  # (fn first: it was made first)
+            code = code.replace(f'@"{name}"', f'@"#{k}"')
+        earlier = self._kernel_code.get(code)
+        if earlier is not None and len(earlier[1]) == len(texts):
+            for name in texts:
+                del self.mod.globals[name]
+            self.deduped += 1
+            return earlier[0]
+        self._kernel_code[code] = (fn, list(texts))
+        return self._keep(fn, made, texts)
+
+    def _keep(self, fn: ir.Function, made: list, texts: Optional[dict]) -> ir.Function:
+        if texts:
+            self.function_texts.update(texts)
+        return fn
 
     def mark_library(self, name: str) -> None:
         """Record that the kernel being emitted calls library routine `name`."""
@@ -234,6 +305,17 @@ class Context:
         finally:
             self._level -= 1
             self.in_kernel_function = saved
+
+
+def module_text(mod: ir.Module, texts: dict) -> str:
+    """str(mod), with the functions named in texts printed as given (as printed when their
+    kernel was kept: printing a kernel twice cost as much as the deduplication saved)."""
+    lines = ['; ModuleID = "%s"' % (mod.name,), 'target triple = "%s"' % (mod.triple,),
+             'target datalayout = "%s"' % (mod.data_layout,), '']
+    lines += [it.get_declaration() for it in mod.get_identified_types().values()]
+    lines += [texts.get(name) or str(v) for name, v in mod.globals.items()]
+    lines += mod._get_metadata_lines()
+    return "\n".join(lines)
 
 
 def _is_constant(v) -> bool:
