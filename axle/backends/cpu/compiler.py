@@ -86,7 +86,23 @@ def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) 
     status_offset = status.finish(ctx)
     ctx.buffer_plan.arena_bytes = ctx.offset
     from axle.backends.cpu.context import module_text
-    return Program(module_text(mod, ctx.function_texts), list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
+    text = module_text(mod, ctx.function_texts)
+    _dismantle(mod)
+    return Program(text, list(fn.function_type.inputs), list(fn.function_type.results), ctx.offset,
                    ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset,
                    ctx.aliases, ctx.alias_rejections,
                    sorted(set(ctx.host_ops)), status_offset, ctx.plans)
+
+
+def _dismantle(mod: ir.Module) -> None:
+    """Break the reference cycles of an llvmlite module that is no longer needed (functions
+    and their blocks, blocks and their instructions point at each other), so reference
+    counting frees its objects at once. Left to the cyclic collector, they were its first
+    collection after the compile, inside the compile's time: up to 10% of it for a large
+    program (mini_gpt_training: 84,000 objects, 0.1-0.2 s)."""
+    for g in list(mod.globals.values()):
+        for block in getattr(g, "blocks", ()):
+            block.instructions = []
+        if isinstance(g, ir.Function):
+            g.blocks = []
+    mod.globals.clear()
