@@ -177,15 +177,8 @@ def compile_to_object(ir_text: str, opt: int = 3, strength_reduction: str = "all
             parts = _split(ir_text)
             if parts is not None:
                 return _compile_parts(parts, opt, keep_ir)
-            with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
-                mod = llvm.parse_assembly(ir_text)
-                mod.verify()
             with borrowed_target_machine(opt) as tm:
-                mod.triple = triple()
-                mod.data_layout = str(tm.target_data)
-                if opt:
-                    with phase("llvm.optimize", level=opt):
-                        optimize(mod, tm, opt)
+                mod = _optimized_module(ir_text, tm, opt)
                 with phase("llvm.object") as info:
                     optimized, obj = str(mod) if keep_ir else "", tm.emit_object(mod)
                     info["object_bytes"] = len(obj)
@@ -449,14 +442,21 @@ def optimized_text(ir_text: str, opt: int = 3) -> str:
     whole: a split compile optimizes the same functions in parts)."""
     with _LOCK:
         _init()
+        with borrowed_target_machine(opt) as tm:
+            return str(_optimized_module(ir_text, tm, opt))
+
+
+def _optimized_module(ir_text: str, tm, opt: int):
+    """The module parsed (in the global context), verified and through LLVM's pipeline."""
+    with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
-        with borrowed_target_machine(opt) as tm:
-            mod.triple = triple()
-            mod.data_layout = str(tm.target_data)
-            if opt:
-                optimize(mod, tm, opt)
-        return str(mod)
+    mod.triple = triple()
+    mod.data_layout = str(tm.target_data)
+    if opt:
+        with phase("llvm.optimize", level=opt):
+            optimize(mod, tm, opt)
+    return mod
 
 
 def compile_ir(ir_text: str, exports: list[str], opt: int = 3):
