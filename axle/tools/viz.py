@@ -304,10 +304,18 @@ class Picture:
                 "inputs": [f"{self.name(v)}: {short_type(v.type)}" for v in _unique(k.inputs)],
                 "bytes": int(k.bytes_moved()), "flops": int(k.flops()), "fused": len(k.fused),
                 "ops": "\n".join(self.op_text(o) for o in members),
-                "llvm": self.ir.get(k.index, "") if owner is k else "",
+                "llvm": self._llvm_of(k) if owner is k else "",
                 "llvm_of": f"k{owner.index}",
             }
         return out
+
+    def _llvm_of(self, k) -> str:
+        """The LLVM functions kernel k runs: its own, or those of the earlier kernel whose
+        code it shares (the CPU backend compiles identical kernels once)."""
+        shares = getattr(k, "shares", None)
+        if shares is None:
+            return self.ir.get(k.index, "")
+        return f"; k{k.index} runs the same code as k{shares} (one function for both)\n" + self.ir.get(shares, "")
 
     def op_text(self, op, max_lines: int = 80) -> str:
         text = self.text.get(op, op.name)

@@ -49,6 +49,10 @@ def test_repeated_layers_share_their_kernels(depth, monkeypatch):
     own = [n for n in _kernel_functions(each) if not n.endswith(".par") and ".par." not in n]
     assert len(own) == top  # without deduplication every top-level kernel has its function
     shared = [n for n in _kernel_functions(once) if not n.endswith(".par") and ".par." not in n]
+    sharing = [k for k in once.program.kernels if k.depth == 0 and k.shares is not None]
+    assert len(sharing) == top - len(shared)  # each kernel without a function of its own says whose it runs
+    assert all(k.shares < k.index for k in sharing)
+    assert not any(k.shares is not None for k in each.program.kernels)
     if depth == 1:
         assert len(shared) == top
     else:  # layers 2..4 call layer 1's functions: about a quarter of the kernels' code

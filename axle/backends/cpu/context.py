@@ -150,7 +150,10 @@ class Context:
                 ctx.em.b = ctx.b
                 if exc[0] is None and call:
                     if own_buffers:
-                        ctx._call_kernel(ctx._dedupe(fn, first_global), kargs)
+                        target = ctx._dedupe(fn, first_global)
+                        if target is not fn:  # kN.op calls kM.op: kernel N shares kernel M's code
+                            ctx.kernels[_kernel_index(fn)].shares = _kernel_index(target)
+                        ctx._call_kernel(target, kargs)
                     else:
                         ctx.b.call(fn, [ctx.table])
                 return False
@@ -177,11 +180,11 @@ class Context:
             if not isinstance(g, ir.Function) or not g.blocks:
                 continue
             if g is not fn and not (g.name.startswith(fn.name + ".") or g.name.startswith("while.body")):
-                return self._keep(fn, made, None)
+                return self._keep(fn, None)
             texts[g.name] = str(g)
         if not flag("cpu_dedupe_kernels") or any(
                 not isinstance(g, ir.Function) for g in made):
-            return self._keep(fn, made, texts)
+            return self._keep(fn, texts)
         code = "\n".join(texts.values())
         for k, name in enumerate(texts):  # (fn first: it was made first)
             code = code.replace(f'@"{name}"', f'@"#{k}"')
@@ -192,9 +195,9 @@ class Context:
             self.deduped += 1
             return earlier[0]
         self._kernel_code[code] = (fn, list(texts))
-        return self._keep(fn, made, texts)
+        return self._keep(fn, texts)
 
-    def _keep(self, fn: ir.Function, made: list, texts: Optional[dict]) -> ir.Function:
+    def _keep(self, fn: ir.Function, texts: Optional[dict]) -> ir.Function:
         if texts:
             self.function_texts.update(texts)
         return fn
@@ -305,6 +308,11 @@ class Context:
         finally:
             self._level -= 1
             self.in_kernel_function = saved
+
+
+def _kernel_index(fn: ir.Function) -> int:
+    """N of a kernel function named `kN.<op>` (block.py names them)."""
+    return int(fn.name[1:].split(".", 1)[0])
 
 
 def module_text(mod: ir.Module, texts: dict) -> str:

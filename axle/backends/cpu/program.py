@@ -28,6 +28,7 @@ class KernelInfo:
     library: Optional[str] = None
     depth: int = 0  # 0 for the entry function, >0 inside while/if/case bodies
     kind: str = "kernel"  # its fusion kind (codegen/plans/fusion.py: loop, input, row, library, ...)
+    shares: Optional[int] = None  # the earlier kernel whose function (the same code) it calls (context._dedupe)
 
     @property
     def name(self) -> str:
