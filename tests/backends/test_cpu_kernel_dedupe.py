@@ -64,3 +64,25 @@ def test_repeated_layers_share_their_kernels(depth, monkeypatch):
     expected = jax.jit(f)(*args)
     np.testing.assert_allclose(got[0], np.asarray(expected), rtol=2e-4, atol=2e-4)
 
+
+
+def test_identical_loops_share_the_loop_kernel(monkeypatch):
+    """Two while loops doing the same work on other buffers (their bodies' GEMMs split
+    across the pool, reading the kernel's buffer array): one function for both."""
+    def f(a, b, w):
+        def body(i, x):
+            return jnp.tanh(x @ w + 0.1 * i)
+        return jax.lax.fori_loop(0, 5, body, a), jax.lax.fori_loop(0, 5, body, b)
+    r = np.random.default_rng(3)
+    a, b = (r.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
+    w = (r.standard_normal((256, 256)) / 16).astype(np.float32)
+    text = jax.jit(f).lower(a, b, w).as_text()
+    once = _compile(text, monkeypatch, True)
+    each = _compile(text, monkeypatch, False)
+    loops = [k for k in once.program.kernels if k.depth == 0]
+    assert [k.shares for k in loops] == [None, loops[0].index]
+    got, ref = once.execute([a, b, w]), each.execute([a, b, w])
+    for g, x in zip(got, ref):
+        np.testing.assert_array_equal(g, x)
+    for g, x in zip(got, jax.jit(f)(a, b, w)):
+        np.testing.assert_allclose(g, np.asarray(x), rtol=1e-5, atol=1e-5)
