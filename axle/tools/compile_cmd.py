@@ -180,17 +180,9 @@ def assembly(llvm_ir: str, opt: int = 3) -> str:
 
 
 def _llvm_module(llvm_ir: str, opt: int):
-    import llvmlite.binding as llvm
     from axle.backends.cpu import llvm_env
-    llvm_env.target_machine(opt)  # initializes the native target
-    mod = llvm.parse_assembly(llvm_ir)
-    mod.verify()
-    tm = llvm_env.target_machine(opt)
-    mod.triple = llvm_env.triple()
-    mod.data_layout = str(tm.target_data)
-    if opt:
-        llvm_env.optimize(mod, tm, opt)
-    return mod, tm
+    tm = llvm_env.target_machine(opt)  # (initializes the native target)
+    return llvm_env._optimized_module(llvm_ir, tm, opt), tm
 
 
 def _emit_sharding(a, name: str, text: str) -> int:

@@ -312,7 +312,7 @@ class Picture:
     def _llvm_of(self, k) -> str:
         """The LLVM functions kernel k runs: its own, or those of the earlier kernel whose
         code it shares (the CPU backend compiles identical kernels once)."""
-        shares = getattr(k, "shares", None)
+        shares = k.shares
         if shares is None:
             return self.ir.get(k.index, "")
         return f"; k{k.index} runs the same code as k{shares} (one function for both)\n" + self.ir.get(shares, "")

@@ -66,7 +66,6 @@ class Context:
         self._kargs: Optional[dict] = None  # in a kernel function: (slot, offset) -> index in its buffer array
         self._kernel_code: dict = {}  # kernel code with its own functions' names replaced -> its function
         self.function_texts: dict = {}  # function name -> its printed IR (kept kernels; module_text)
-        self.deduped = 0  # kernels that call an earlier kernel's function
 
     # -- functions and buffers
     def _enter(self, fn: ir.Function) -> None:
@@ -192,7 +191,6 @@ class Context:
         if earlier is not None and len(earlier[1]) == len(texts):
             for name in texts:
                 del self.mod.globals[name]
-            self.deduped += 1
             return earlier[0]
         self._kernel_code[code] = (fn, list(texts))
         return self._keep(fn, texts)
