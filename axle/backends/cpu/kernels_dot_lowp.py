@@ -4,6 +4,8 @@ Taken before BLAS (blas.py) and the packed f32 path (kernels_dot_packed.py), whe
 has the instructions (picked at compile time from llvmlite's host CPU features):
 
 * int8 x int8 -> int32 and uint8 x int8 -> int32: AVX512-VNNI (`vpdpbusd`);
+  on AVX2 hosts without it, `vpmaddwd` on pairs of k widened to i16 while packing
+  (exact: each pair's sum fits an i32 lane);
 * bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
   sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
   does);
@@ -21,8 +23,8 @@ packed once per batch and the rhs per panel of 32 columns on the thread's stack.
 result is written in place. Work is split across the pool by units of (batch, panel of
 32 columns, range of row tiles), each element computed by one unit in a fixed order.
 
-Elsewhere (no AVX512-VNNI / AVX512-BF16 / AVX-512, e.g. AMD Zen 3; other type
-combinations; flag `--cpu_lowp_dot=false`) these dots keep the exact widening path:
+Elsewhere (no AVX2 for int8, no AVX512-BF16 / AVX-512 for bf16 and f32, e.g. AMD Zen 3;
+other type combinations; flag `--cpu_lowp_dot=false`) these dots keep the exact widening path:
 integer operands converted to f32 / f64 and multiplied by BLAS, bf16 / f16 converted to
 f32 (packed path), f32 by BLAS.
 """
@@ -52,7 +54,8 @@ def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     if lt == rt == ot == "f32":
         return ("f32", 0) if MR_F32 <= m else None
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
-        return "vnni", 1 if lt == "i8" else 0
+        from axle.backends.cpu.lowp_runtime import supported_kinds
+        return "vnni" if "vnni" in supported_kinds() else "pmaddwd", 1 if lt == "i8" else 0
     if lt == "bf16" and rt == "bf16" and ot == "f32":
         return "bf16", 0
     return None
@@ -136,7 +139,7 @@ def _fn(ctx, name: str, args: list):
 
 
 def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
-    from axle.backends.cpu.lowp_runtime import KINDS, MR, NR, register
+    from axle.backends.cpu.lowp_runtime import GEOMETRY, KINDS, register
     from axle.backends.cpu.parallel import split_ranges
     register()  # the kernels' addresses, for linking this module
     em = ctx.em
@@ -145,7 +148,8 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     _, sa_m, sa_k, _, sb_k, sb_n = plan["strides"]
     bdims = plan["batch_dims"]
     g, et, _ = KINDS[kind]
-    esize = et.width // 8
+    MR, NR, _ = GEOMETRY[kind]
+    esize = et.width // 8  # of the stored operands (packed words are 4 bytes in every kind)
     kg = (k + g - 1) // g
     mpad = (m + MR - 1) // MR * MR
     a_bytes = mpad * kg * 4

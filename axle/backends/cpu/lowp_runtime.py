@@ -1,6 +1,6 @@
 """Native GEMM kernels for low-precision dots, built once per process from LLVM IR.
 
-Two kinds, picked by the host's features (llvmlite's get_host_cpu_features):
+Kinds picked by the host's features (llvmlite's get_host_cpu_features); "f32" is in docs/gemm-f32.md:
 
 * "vnni": int8 x int8 -> int32 with AVX512-VNNI `vpdpbusd` (16 lanes, each the sum of
   four u8 x s8 products added to an i32). A signed lhs is made unsigned by flipping its
@@ -8,8 +8,13 @@ Two kinds, picked by the host's features (llvmlite's get_host_cpu_features):
   computed with the same instruction (lhs = all ones) while packing.
 * "bf16": bf16 x bf16 -> f32 with AVX512-BF16 `vdpbf16ps` (16 lanes, each the sum of
   two bf16 products added to an f32).
+* "pmaddwd": int8 x int8 -> int32 on AVX2 hosts without VNNI (AMD Zen 3, Intel before Ice
+  Lake): `vpmaddwd` on 8 i32 lanes, each the sum of two i16 x i16 products. Both operands
+  are widened to i16 while packing (the lhs sign- or zero-extended, so uint8 needs no
+  correction); a pair's sum (at most 2 x 255 x 128) is exact in i32. Its register tile is
+  6 x 16 (GEOMETRY), the others' 8 x 32.
 
-Both work on groups of G (4 or 2) consecutive k: the lhs is packed into rows of i32 words
+All work on groups of G (4, 2 or 1) consecutive k: the lhs is packed into rows of i32 words
 (`pack_a`, one word = one group, broadcast to every lane), the rhs into panels of 32 columns
 x a block of KB groups (two vectors per group, made in `panels` on the caller's stack by
 interleaving G rows with shuffles when the rhs is row-major, or by loading one word per
@@ -35,6 +40,7 @@ DIRECT_M = 64  # f32: a row-major rhs is read in place by dots of fewer rows (mo
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
 V16I32, V16F32 = ir.VectorType(I32, 16), ir.VectorType(F32, 16)
+V8I32, V16I16 = ir.VectorType(I32, 8), ir.VectorType(I16, 16)
 P = I8.as_pointer()
 
 
@@ -55,7 +61,16 @@ KINDS = {  # kind: (group size G, element type, accumulator vector type)
     "vnni": (4, I8, V16I32),
     "bf16": (2, I16, V16F32),
     "f32": (1, I32, V16F32),  # f32 GEMMs (docs/gemm-f32.md): fma, operands read in place where they can be
+    # int8 x int8 -> int32 on AVX2 hosts: pairs of k widened to i16 while packing, `vpmaddwd`
+    "pmaddwd": (2, I8, V8I32),
 }
+GEOMETRY = {kind: (MR, NR, 16) for kind in KINDS}  # kind: (tile rows, tile columns, i32 lanes of a vector)
+GEOMETRY["pmaddwd"] = (6, 16, 8)  # 12 accumulators of 8 lanes, 2 rhs vectors, 1 broadcast: 15 of 16 registers
+PACKED = {"pmaddwd": I16}  # kind: element type in the packed operands, where not the stored one
+
+
+def _packed_et(kind):
+    return PACKED.get(kind, KINDS[kind][1])
 
 
 @lru_cache(maxsize=None)
@@ -75,6 +90,8 @@ def supported_kinds() -> frozenset:
         out.add("bf16")
     if base and "fma" in have:
         out.add("f32")
+    if "avx2" in have and "vnni" not in out:
+        out.add("pmaddwd")
     return frozenset(out)
 
 
@@ -116,14 +133,17 @@ def _gep(b, ptr, elem_t, index):
 
 def _pack_a(mod, kind):
     """pack_a(A, sa_m, sa_k, M, K, Ap, flip): Ap[Mpad][KG] words of G elements, rows past M
-    and k past K zero; flip: xor each element with 0x80 (signed int8 -> unsigned)."""
+    and k past K zero; flip: vnni: xor each element with 0x80 (signed int8 -> unsigned);
+    pmaddwd: the lhs is signed (elements sign-extended to i16, else zero-extended)."""
     g, et, _ = KINDS[kind]
+    pt, mr = _packed_et(kind), GEOMETRY[kind][0]
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, I64, I64, I64, I64, P, I64]), f"axle_lowp_{kind}_pack_a")
     a, sam, sak, m, k, ap, flip = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     kg = b.udiv(b.add(k, _c(g - 1)), _c(g))
-    mpad = b.mul(b.udiv(b.add(m, _c(MR - 1)), _c(MR)), _c(MR))
+    mpad = b.mul(b.udiv(b.add(m, _c(mr - 1)), _c(mr)), _c(mr))
     fl = b.trunc(b.mul(flip, _c(0x80)), et)
+    signed = b.icmp_signed("!=", flip, _c(0)) if kind in PACKED else None
 
     def elems(r_lo, r_hi, q_lo, q_hi):
         with _Loop(b, r_lo, r_hi, "r") as r:
@@ -133,9 +153,12 @@ def _pack_a(mod, kind):
                 ok = b.and_(rv, b.icmp_signed("<", q, k))
                 qq = b.select(ok, q, _c(0))
                 x = b.load(_gep(b, a, et, b.add(b.mul(rr, sam), b.mul(qq, sak))))
-                x = b.xor(x, fl)
-                x = b.select(ok, x, ir.Constant(et, 0))
-                b.store(x, _gep(b, ap, et, b.add(b.mul(r, b.mul(kg, _c(g))), q)))
+                if kind in PACKED:
+                    x = b.select(signed, b.sext(x, pt), b.zext(x, pt))
+                else:
+                    x = b.xor(x, fl)
+                x = b.select(ok, x, ir.Constant(pt, 0))
+                b.store(x, _gep(b, ap, pt, b.add(b.mul(r, b.mul(kg, _c(g))), q)))
     m16 = k16 = _c(0)
     if kind == "f32":  # an lhs stored [K, M]: 16 x 16 blocks transposed in registers
         from axle.backends.cpu.lowp_f32_pack import pack_a_t
@@ -170,13 +193,14 @@ def _panels(mod, kind):
     (ldk 1 for a packed lhs; an f32 lhs is read in place with its own strides, k
     contiguous or rows contiguous)."""
     g, et, vt = KINDS[kind]
+    mr, nr, _ = GEOMETRY[kind]
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P] + [I64] * 2 + [P] + [I64] * 11),
                      f"axle_lowp_{kind}_panels")
     ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip, lda, t0, t1, ldk = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     # the packed block (KB groups x 32 words) and an 8 x 32 tile for partial stores
     slots = []
-    for words in (KB * NR, MR * NR, NR):
+    for words in (KB * nr, mr * nr, nr):
         s_ = b.alloca(ir.ArrayType(I32, words))
         s_.align = 64
         slots.append(b.bitcast(s_, P))
@@ -187,7 +211,7 @@ def _panels(mod, kind):
         fscale = b.shuffle_vector(b.insert_element(ir.Constant(V16I32, None), f128, _c(0, I32)),
                                   ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
     kg_all = b.udiv(b.add(k, _c(g - 1)), _c(g))
-    mtiles = b.udiv(b.add(m, _c(MR - 1)), _c(MR))
+    mtiles = b.udiv(b.add(m, _c(mr - 1)), _c(mr))
     t1 = b.select(b.icmp_signed("<", t1, mtiles), t1, mtiles)
     if kind == "vnni":
         dp = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, V16I32, V16I32]), "llvm.x86.avx512.vpdpbusd.512")
@@ -195,10 +219,14 @@ def _panels(mod, kind):
     elif kind == "bf16":
         bft = ir.VectorType(_BFloat(), 32)
         dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, bft, bft]), "llvm.x86.avx512bf16.dpbf16ps.512")
+    elif kind == "pmaddwd":  # i32 lanes += (i16 x i16 + i16 x i16)
+        dp = ir.Function(mod, ir.FunctionType(V8I32, [V16I16, V16I16]), "llvm.x86.avx2.pmadd.wd")
     else:
         dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, V16F32, V16F32]), "llvm.fma.v16f32")
 
     def dot(acc, x, y):
+        if kind == "pmaddwd":
+            return b.add(acc, b.call(dp, [b.bitcast(x, V16I16), b.bitcast(y, V16I16)]))
         if kind == "vnni":
             return b.call(dp, [acc, x, y])
         if kind == "f32":
@@ -206,9 +234,9 @@ def _panels(mod, kind):
         return b.call(dp, [acc, b.bitcast(x, bft), b.bitcast(y, bft)])
     zero = ir.Constant(vt, None)
     with _Loop(b, p0, p1, "p") as p:
-        col0 = b.mul(p, _c(NR))
+        col0 = b.mul(p, _c(nr))
         ncols = b.sub(n, col0)
-        full_n = b.icmp_signed(">=", ncols, _c(NR))
+        full_n = b.icmp_signed(">=", ncols, _c(nr))
         with _Loop(b, _c(0), b.udiv(b.add(kg_all, _c(KB - 1)), _c(KB)), "kb") as kb:
             g0 = b.mul(kb, _c(KB))
             ng = b.sub(kg_all, g0)
@@ -221,7 +249,7 @@ def _panels(mod, kind):
                 _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k)
             src0 = b.bitcast(_gep(b, bsrc, I32, b.add(b.mul(g0, sbk), col0)), P)
             bbase = b.select(direct, src0, bp)
-            bstride = b.select(direct, sbk, _c(NR))
+            bstride = b.select(direct, sbk, _c(nr))
             if kind == "vnni":  # column sums of this block (for a flipped lhs): ones . B
                 s0 = s1 = ir.Constant(V16I32, None)
                 with _Loop(b, _c(0), ng, "cs") as q:
@@ -253,28 +281,31 @@ def _panels(mod, kind):
 
 
 def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
-    """Pack groups [g0, g0 + ng) of the panel at column col0 into bp (ng x 32 words)."""
+    """Pack groups [g0, g0 + ng) of the panel at column col0 into bp (ng x NR words)."""
     g, et, _ = KINDS[kind]
+    nr = GEOMETRY[kind][1]
     fast = b.and_(full_n, b.and_(b.icmp_signed("==", sbn, _c(1)),
                                  b.icmp_signed("<=", b.mul(b.add(g0, ng), _c(g)), k)))
     with b.if_else(fast) as (vec, scalar):
-        with vec:  # row-major rhs, whole panel: G rows of 32 elements, interleaved
-            vrow = ir.VectorType(et, NR)
+        with vec:  # row-major rhs, whole panel: G rows of NR elements, interleaved
+            vrow = ir.VectorType(et, nr)
             with _Loop(b, _c(0), ng, "vq") as q:
                 rows = []
                 for j in range(g):
                     kk = b.add(b.mul(b.add(g0, q), _c(g)), _c(j))
                     ptr = _gep(b, bsrc, et, b.add(b.mul(kk, sbk), col0))
                     rows.append(b.load(b.bitcast(ptr, vrow.as_pointer()), align=1))
+                if kind in PACKED:  # int8 rows widened (the rhs is signed)
+                    rows = [b.sext(x, ir.VectorType(_packed_et(kind), nr)) for x in rows]
                 if g == 1:
                     out = rows[0]
                 elif g == 2:
-                    out = _shuffle_interleave(b, rows[0], rows[1], NR, 1)
+                    out = _shuffle_interleave(b, rows[0], rows[1], nr, 1)
                 else:
                     lo = _shuffle_interleave(b, rows[0], rows[1], NR, 1)  # 64 x i8: pairs
                     hi = _shuffle_interleave(b, rows[2], rows[3], NR, 1)
                     out = _shuffle_interleave(b, lo, hi, 2 * NR, 2)  # 128 x i8: quads
-                dst = _gep(b, bp, I32, b.mul(q, _c(NR)))
+                dst = _gep(b, bp, I32, b.mul(q, _c(nr)))
                 b.store(out, b.bitcast(dst, out.type.as_pointer()), align=4)
         with scalar:
             _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k)
@@ -283,6 +314,7 @@ def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
 def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
     """_pack_panel for an rhs not stored row-major, or at the edges."""
     g, et, _ = KINDS[kind]
+    pt, nr = _packed_et(kind), GEOMETRY[kind][1]
     if kind == "f32":  # rhs stored [N, K], whole panel: 16 x 16 transposes in registers
         from axle.backends.cpu.lowp_f32_pack import pack_panel_t
         tr = b.and_(full_n, b.and_(b.icmp_signed("==", sbk, _c(1)), b.icmp_signed("<=", b.add(g0, ng), k)))
@@ -293,40 +325,46 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
         general = ir.Constant(ir.IntType(1), 1)
     with b.if_then(general):  # any strides, edges: element by element, zero outside
         with _Loop(b, _c(0), ng, "sq") as q:
-            with _Loop(b, _c(0), _c(NR), "sc") as col:
+            with _Loop(b, _c(0), _c(nr), "sc") as col:
                 with _Loop(b, _c(0), _c(g), "sj") as j:
                     kk = b.add(b.mul(b.add(g0, q), _c(g)), j)
                     ok = b.and_(b.icmp_signed("<", kk, k), b.icmp_signed("<", col, ncols))
                     src = b.add(b.mul(b.select(ok, kk, _c(0)), sbk), b.mul(b.select(ok, b.add(col0, col), _c(0)), sbn))
-                    x = b.select(ok, b.load(_gep(b, bsrc, et, src)), ir.Constant(et, 0))
-                    b.store(x, _gep(b, bp, et, b.add(b.mul(b.add(b.mul(q, _c(NR)), col), _c(g)), j)))
+                    x = b.load(_gep(b, bsrc, et, src))
+                    if kind in PACKED:
+                        x = b.sext(x, pt)
+                    x = b.select(ok, x, ir.Constant(pt, 0))
+                    b.store(x, _gep(b, bp, pt, b.add(b.mul(b.add(b.mul(q, _c(nr)), col), _c(g)), j)))
 
 
 def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
           fscale, ldk=None):
     """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store."""
     _, _, vt = KINDS[kind]
-    row0 = b.mul(t, _c(MR))
-    full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(MR)), m))
+    mr, nr, lanes = GEOMETRY[kind]
+    nv = nr // lanes  # vectors in a row of the tile
+    bv = ir.VectorType(I32, lanes)
+    row0 = b.mul(t, _c(mr))
+    full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(mr)), m))
     vp = vt.as_pointer()
     first = b.icmp_signed("==", kb, _c(0))
     # partial tiles go through `tile`: load the valid part of C there (later k blocks)
     with b.if_then(b.not_(full)):
-        with _Loop(b, _c(0), _c(MR), "ir") as r:
-            with _Loop(b, _c(0), _c(NR), "ic") as col:
+        with _Loop(b, _c(0), _c(mr), "ir") as r:
+            with _Loop(b, _c(0), _c(nr), "ic") as col:
                 ok = b.and_(b.not_(first), b.and_(b.icmp_signed("<", b.add(row0, r), m),
                                                   b.icmp_signed("<", col, ncols)))
                 idx = b.add(b.mul(b.select(ok, b.add(row0, r), _c(0)), ldc), b.select(ok, b.add(col0, col), _c(0)))
                 x = b.select(ok, b.load(_gep(b, c, I32, idx)), _c(0, I32))
-                b.store(x, _gep(b, tile, I32, b.add(b.mul(r, _c(NR)), col)))
+                b.store(x, _gep(b, tile, I32, b.add(b.mul(r, _c(nr)), col)))
 
-    def where(r, half):  # pointer to the 16 lanes (r, half) of the tile in C or in `tile`
-        in_c = _gep(b, c, I32, b.add(b.mul(b.add(row0, _c(r)), ldc), b.add(col0, _c(16 * half))))
-        in_t = _gep(b, tile, I32, _c(r * NR + 16 * half))
+    def where(r, half):  # pointer to the lanes (r, half) of the tile in C or in `tile`
+        in_c = _gep(b, c, I32, b.add(b.mul(b.add(row0, _c(r)), ldc), b.add(col0, _c(lanes * half))))
+        in_t = _gep(b, tile, I32, _c(r * nr + lanes * half))
         return b.bitcast(b.select(full, b.bitcast(in_c, P), b.bitcast(in_t, P)), vp)
     accs = []
-    for r in range(MR):
-        for h in range(2):
+    for r in range(mr):
+        for h in range(nv):
             loaded = b.load(where(r, h), align=4)
             accs.append(b.select(first, zero, loaded))
     # the k loop over the block: accumulators as phis
@@ -346,18 +384,17 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
     b.cbranch(b.icmp_signed("<", q, ng), body, end)
     b.position_at_end(body)
     base = b.mul(q, bstride)
-    v0 = b.load(b.bitcast(_gep(b, bp, I32, base), V16I32.as_pointer()), align=4)
-    v1 = b.load(b.bitcast(_gep(b, bp, I32, b.add(base, _c(16))), V16I32.as_pointer()), align=4)
+    vs = [b.load(b.bitcast(_gep(b, bp, I32, b.add(base, _c(lanes * h)) if h else base), bv.as_pointer()), align=4)
+          for h in range(nv)]
     arow = b.add(g0, q)
     new = []
-    for r in range(MR):
+    for r in range(mr):
         row = b.add(row0, _c(r))  # rows past M read row M - 1 (an unpacked lhs has no padding)
         row = b.select(b.icmp_signed("<", row, m), row, b.sub(m, _c(1)))
         w = b.load(_gep(b, ap, I32, b.add(b.mul(row, kg_all), arow if ldk is None else b.mul(arow, ldk))))
-        bc = b.shuffle_vector(b.insert_element(ir.Constant(V16I32, None), w, _c(0, I32)),
-                              ir.Constant(V16I32, None), ir.Constant(ir.VectorType(I32, 16), [0] * 16))
-        new.append(dot(phis[2 * r], bc, v0))
-        new.append(dot(phis[2 * r + 1], bc, v1))
+        bc = b.shuffle_vector(b.insert_element(ir.Constant(bv, None), w, _c(0, I32)),
+                              ir.Constant(bv, None), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+        new += [dot(phis[nv * r + h], bc, vs[h]) for h in range(nv)]
     nq = b.add(q, _c(1))
     q.add_incoming(nq, b.block)
     for ph, v in zip(phis, new):
@@ -369,15 +406,15 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
         c0 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4), fscale)
         c1 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4), fscale)
         outs = [b.sub(v, c0 if i % 2 == 0 else c1) for i, v in enumerate(outs)]
-    for r in range(MR):
-        for h in range(2):
-            b.store(outs[2 * r + h], where(r, h), align=4)
+    for r in range(mr):
+        for h in range(nv):
+            b.store(outs[nv * r + h], where(r, h), align=4)
     with b.if_then(b.not_(full)):
-        with _Loop(b, _c(0), _c(MR), "or") as r:
-            with _Loop(b, _c(0), _c(NR), "oc") as col:
+        with _Loop(b, _c(0), _c(mr), "or") as r:
+            with _Loop(b, _c(0), _c(nr), "oc") as col:
                 ok = b.and_(b.icmp_signed("<", b.add(row0, r), m), b.icmp_signed("<", col, ncols))
                 with b.if_then(ok):
-                    x = b.load(_gep(b, tile, I32, b.add(b.mul(r, _c(NR)), col)))
+                    x = b.load(_gep(b, tile, I32, b.add(b.mul(r, _c(nr)), col)))
                     b.store(x, _gep(b, c, I32, b.add(b.mul(b.add(row0, r), ldc), b.add(col0, col))))
 
 
