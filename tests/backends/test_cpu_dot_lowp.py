@@ -106,8 +106,26 @@ def test_bf16_matmul_f32_accumulation(mode, m, n, k):
     assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
     ref = np.asarray(jax.jit(fn)(a, b))
     assert np.all(np.abs(got - ref) <= 2e-5 * scale + 1e-30)
-    native = mode == "native" and "bf16" in supported_kinds() and m * n * k >= 4096
-    assert ("lowp.bf16" in _libraries(exe)) == native
+    kind = next((k for k in ("bf16", "bf16_fma") if k in supported_kinds()), None)
+    native = mode == "native" and kind is not None and m * n * k >= 4096
+    assert (f"lowp.{kind}" in _libraries(exe)) == native
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_f16_matmul_f32_accumulation(mode, m, n, k):
+    """f16 x f16 -> f32 (F16C widening on AVX2 hosts), subnormal f16 inputs included."""
+    r = np.random.default_rng(m + 17 * k)
+    a = r.standard_normal((m, k)).astype(np.float16)
+    b = r.standard_normal((k, n)).astype(np.float16)
+    a[::3, ::2] *= np.float16(1e-5)  # f16 subnormals (below 6.1e-5) and their products
+    fn = lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32)  # noqa: E731
+    exe = _compile(fn, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+    native = mode == "native" and "f16_fma" in supported_kinds() and m * n * k >= 4096
+    assert ("lowp.f16_fma" in _libraries(exe)) == native
 
 
 def test_bf16_batched_transposed(mode):
@@ -116,10 +134,12 @@ def test_bf16_batched_transposed(mode):
 
     def fn(a, b):
         return jnp.einsum("bhqd,bhkd->bhqk", a, b, preferred_element_type=jnp.float32)
-    got = np.asarray(_compile(fn, a, b).execute([a, b])[0])
-    want = np.einsum("bhqd,bhkd->bhqk", a.astype(np.float64), b.astype(np.float64))
-    scale = np.einsum("bhqd,bhkd->bhqk", np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
-    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+    for dt in (ml_dtypes.bfloat16, np.float16):
+        x, y = a.astype(dt), b.astype(dt)
+        got = np.asarray(_compile(fn, x, y).execute([x, y])[0])
+        want = np.einsum("bhqd,bhkd->bhqk", x.astype(np.float64), y.astype(np.float64))
+        scale = np.einsum("bhqd,bhkd->bhqk", np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64)))
+        assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
 
 
 @pytest.mark.parametrize("m,n,k,batch", [(8, 32, 1, 1), (9, 33, 7, 1), (32, 512, 512, 1), (64, 100, 1030, 1),

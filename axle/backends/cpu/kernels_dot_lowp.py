@@ -8,7 +8,8 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
   (exact: each pair's sum fits an i32 lane);
 * bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
   sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
-  does);
+  does); on AVX2 hosts without it, and f16 x f16 -> f32 on every AVX2 host (F16C): both
+  operands widened to f32 while packing (exactly), then 8-lane fma;
 * f32 x f32 -> f32 with at least 8 rows and 32 columns on AVX-512 hosts, at the top level
   and in loop bodies: FMA on an 8 x 32 register tile, faster here than SciPy's OpenBLAS
   with either its Haswell or its SkylakeX kernels (docs/gemm-f32.md). The im2col
@@ -56,8 +57,11 @@ def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
         from axle.backends.cpu.lowp_runtime import supported_kinds
         return "vnni" if "vnni" in supported_kinds() else "pmaddwd", 1 if lt == "i8" else 0
-    if lt == "bf16" and rt == "bf16" and ot == "f32":
-        return "bf16", 0
+    if lt == rt == "bf16" and ot == "f32":
+        from axle.backends.cpu.lowp_runtime import supported_kinds
+        return ("bf16" if "bf16" in supported_kinds() else "bf16_fma"), 0
+    if lt == rt == "f16" and ot == "f32":
+        return "f16_fma", 0
     return None
 
 

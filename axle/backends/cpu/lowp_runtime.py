@@ -40,7 +40,7 @@ DIRECT_M = 64  # f32: a row-major rhs is read in place by dots of fewer rows (mo
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
 V16I32, V16F32 = ir.VectorType(I32, 16), ir.VectorType(F32, 16)
-V8I32, V16I16 = ir.VectorType(I32, 8), ir.VectorType(I16, 16)
+V8I32, V16I16, V8F32 = ir.VectorType(I32, 8), ir.VectorType(I16, 16), ir.VectorType(F32, 8)
 P = I8.as_pointer()
 
 
@@ -63,14 +63,32 @@ KINDS = {  # kind: (group size G, element type, accumulator vector type)
     "f32": (1, I32, V16F32),  # f32 GEMMs (docs/gemm-f32.md): fma, operands read in place where they can be
     # int8 x int8 -> int32 on AVX2 hosts: pairs of k widened to i16 while packing, `vpmaddwd`
     "pmaddwd": (2, I8, V8I32),
+    # bf16 / f16 x the same -> f32 on AVX2 hosts: widened to f32 while packing, 8-lane fma
+    "bf16_fma": (1, I16, V8F32),
+    "f16_fma": (1, I16, V8F32),
 }
 GEOMETRY = {kind: (MR, NR, 16) for kind in KINDS}  # kind: (tile rows, tile columns, i32 lanes of a vector)
-GEOMETRY["pmaddwd"] = (6, 16, 8)  # 12 accumulators of 8 lanes, 2 rhs vectors, 1 broadcast: 15 of 16 registers
-PACKED = {"pmaddwd": I16}  # kind: element type in the packed operands, where not the stored one
+for _k in ("pmaddwd", "bf16_fma", "f16_fma"):  # 256-bit: 12 accumulators, 2 rhs vectors, 1 broadcast
+    GEOMETRY[_k] = (6, 16, 8)
+PACKED = {"pmaddwd": I16, "bf16_fma": I32, "f16_fma": I32}  # element type in the packed operands, where not the stored one
 
 
 def _packed_et(kind):
     return PACKED.get(kind, KINDS[kind][1])
+
+
+def _widen(b, kind, x, signed=True):
+    """Stored elements (a scalar or a vector) as the packed ones: int8 -> i16 (sign- or
+    zero-extended), bf16 / f16 -> the bits of the f32 of the same value (exact)."""
+    n = x.type.count if isinstance(x.type, ir.VectorType) else None
+
+    def ty(t):
+        return t if n is None else ir.VectorType(t, n)
+    if kind == "pmaddwd":
+        return b.sext(x, ty(I16)) if signed else b.zext(x, ty(I16))
+    if kind == "bf16_fma":  # bf16 is the upper half of an f32
+        return b.shl(b.zext(x, ty(I32)), ir.Constant(ty(I32), 16 if n is None else [16] * n))
+    return b.bitcast(b.fpext(b.bitcast(x, ty(ir.HalfType())), ty(F32)), ty(I32))  # f16 (vcvtph2ps)
 
 
 @lru_cache(maxsize=None)
@@ -92,6 +110,11 @@ def supported_kinds() -> frozenset:
         out.add("f32")
     if "avx2" in have and "vnni" not in out:
         out.add("pmaddwd")
+    if {"avx2", "fma"} <= have:
+        if "bf16" not in out:
+            out.add("bf16_fma")
+        if "f16c" in have:
+            out.add("f16_fma")
     return frozenset(out)
 
 
@@ -143,7 +166,7 @@ def _pack_a(mod, kind):
     kg = b.udiv(b.add(k, _c(g - 1)), _c(g))
     mpad = b.mul(b.udiv(b.add(m, _c(mr - 1)), _c(mr)), _c(mr))
     fl = b.trunc(b.mul(flip, _c(0x80)), et)
-    signed = b.icmp_signed("!=", flip, _c(0)) if kind in PACKED else None
+    signed = b.icmp_signed("!=", flip, _c(0)) if kind == "pmaddwd" else None
 
     def elems(r_lo, r_hi, q_lo, q_hi):
         with _Loop(b, r_lo, r_hi, "r") as r:
@@ -153,8 +176,10 @@ def _pack_a(mod, kind):
                 ok = b.and_(rv, b.icmp_signed("<", q, k))
                 qq = b.select(ok, q, _c(0))
                 x = b.load(_gep(b, a, et, b.add(b.mul(rr, sam), b.mul(qq, sak))))
-                if kind in PACKED:
-                    x = b.select(signed, b.sext(x, pt), b.zext(x, pt))
+                if kind == "pmaddwd":
+                    x = b.select(signed, _widen(b, kind, x), _widen(b, kind, x, signed=False))
+                elif kind in PACKED:
+                    x = _widen(b, kind, x)
                 else:
                     x = b.xor(x, fl)
                 x = b.select(ok, x, ir.Constant(pt, 0))
@@ -221,12 +246,16 @@ def _panels(mod, kind):
         dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, bft, bft]), "llvm.x86.avx512bf16.dpbf16ps.512")
     elif kind == "pmaddwd":  # i32 lanes += (i16 x i16 + i16 x i16)
         dp = ir.Function(mod, ir.FunctionType(V8I32, [V16I16, V16I16]), "llvm.x86.avx2.pmadd.wd")
+    elif kind in ("bf16_fma", "f16_fma"):
+        dp = mod.globals.get("llvm.fma.v8f32") or ir.Function(mod, ir.FunctionType(V8F32, [V8F32] * 3), "llvm.fma.v8f32")
     else:
         dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, V16F32, V16F32]), "llvm.fma.v16f32")
 
     def dot(acc, x, y):
         if kind == "pmaddwd":
             return b.add(acc, b.call(dp, [b.bitcast(x, V16I16), b.bitcast(y, V16I16)]))
+        if kind in ("bf16_fma", "f16_fma"):
+            return b.call(dp, [b.bitcast(x, V8F32), b.bitcast(y, V8F32), acc])
         if kind == "vnni":
             return b.call(dp, [acc, x, y])
         if kind == "f32":
@@ -295,8 +324,8 @@ def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
                     kk = b.add(b.mul(b.add(g0, q), _c(g)), _c(j))
                     ptr = _gep(b, bsrc, et, b.add(b.mul(kk, sbk), col0))
                     rows.append(b.load(b.bitcast(ptr, vrow.as_pointer()), align=1))
-                if kind in PACKED:  # int8 rows widened (the rhs is signed)
-                    rows = [b.sext(x, ir.VectorType(_packed_et(kind), nr)) for x in rows]
+                if kind in PACKED:  # rows widened (an int8 rhs is signed)
+                    rows = [_widen(b, kind, x) for x in rows]
                 if g == 1:
                     out = rows[0]
                 elif g == 2:
@@ -332,7 +361,7 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
                     src = b.add(b.mul(b.select(ok, kk, _c(0)), sbk), b.mul(b.select(ok, b.add(col0, col), _c(0)), sbn))
                     x = b.load(_gep(b, bsrc, et, src))
                     if kind in PACKED:
-                        x = b.sext(x, pt)
+                        x = _widen(b, kind, x)
                     x = b.select(ok, x, ir.Constant(pt, 0))
                     b.store(x, _gep(b, bp, pt, b.add(b.mul(b.add(b.mul(q, _c(nr)), col), _c(g)), j)))
 
