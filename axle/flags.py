@@ -35,8 +35,12 @@ FLAGS = {f.name: f for f in [
     Flag("cpu_parallel", True, "split large CPU kernels into chunks run by axle's thread pool "
                                "(thread count from AXLE_NUM_THREADS, default one per core); "
                                "false: every kernel runs on the calling thread"),
-    Flag("cpu_lowp_dot", True, "int8 and bf16 dot_generals with the host's AVX512-VNNI / AVX512-BF16 "
-                               "instructions where it has them; false: the widening path (f32 / f64 BLAS)"),
+    Flag("cpu_lowp_dot", True, "int8, bf16 and f16 dot_generals on axle's kernels for the host's "
+                               "instructions (AVX512-VNNI / AVX512-BF16, else AVX2 vpmaddwd / fma on widened "
+                               "operands); false: the widening path (f32 / f64 BLAS)"),
+    Flag("cpu_conv_library", True, "convolutions outside the direct NHWC kernel (im2col + GEMM) call "
+                                   "routines compiled once per machine with run-time shapes "
+                                   "(backends/cpu/conv_runtime.py); false: generate the loops per program"),
     Flag("cpu_blas_avx512", True, "on an AVX-512 host whose CPU model SciPy's OpenBLAS does not know (it "
                                   "then uses 256-bit Haswell kernels), switch OpenBLAS to its SkylakeX "
                                   "kernels before axle's first GEMM (blas.py); false: leave OpenBLAS as it is"),

@@ -29,10 +29,10 @@ PARTS: list = []
 if hasattr(llvm_env, "_compile_alone"):
     _alone = llvm_env._compile_alone
 
-    def _timed(text, opt):
+    def _timed(text, opt, *rest):
         c0 = time.thread_time()
         try:
-            return _alone(text, opt)
+            return _alone(text, opt, *rest)
         finally:
             PARTS.append(time.thread_time() - c0)
     llvm_env._compile_alone = _timed

@@ -196,15 +196,19 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     korder = [nsp if d == ki else ksp.index(d) for d in range(kt.rank) if d != ko] if single \
         else list(range(nsp + 1))
     in_place_w = single and groups == 1 and not any(rev) and ko == kt.rank - 1
+    library = _library_enabled()
     w_offsets, w_total = [], 0
     for ph in phases:
         w_offsets.append(w_total)
         w_total += groups * phase_shapes(ph)[1] * cg
+    wref = None
     if not in_place_w:
         token = object()
         tokens.append(token)
         wref = ctx.temp_ref(TensorType((max(w_total, 1),), et), token)
         for ph, w_off in zip(phases, w_offsets):
+            if library:  # packed by the library routine (_emit_library)
+                break
             taps, kdim, _, _ = phase_shapes(ph)
             if kdim == 0:
                 continue
@@ -225,13 +229,24 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
                 S.store(b, x, em.element_ptr(ctx.resolve(wref), et, at), et)
             _rolled_nest(em, [groups] + taps + [cin, cg], pack)
 
-    def weights():
-        return ctx.buffer(rhs) if in_place_w else ctx.resolve(wref)
-
     # at least MIN_TILE rows: a long window (a filter gradient's K is batch x image) would
     # otherwise leave skinny GEMMs of a few rows
     def tile_of(kdim, rows):
         return max(1, min(rows, max(MIN_TILE, PATCH_BYTES // (max(kdim, 1) * itemsize))))
+
+    def weights():
+        return ctx.buffer(rhs) if in_place_w else ctx.resolve(wref)
+
+    if library:
+        _emit_library(ctx, op, phases, w_offsets, dict(
+            korder=korder, in_place_w=in_place_w, weights=weights, wref=None if in_place_w else wref,
+            transposed=transposed, direct_out=direct_out, row_dims=row_dims, groups=groups, cg=cg, p=p,
+            cin=cin, ksizes=ksizes, rev=rev, out_batch=out_batch, fgc=fgc, bgc=bgc, itemsize=itemsize,
+            dims=(ib, if_, isp, ob, of, osp, ki, ko, ksp), phase_shapes=phase_shapes, tile_of=tile_of))
+        for t in tokens:
+            ctx.release(t)
+        return
+
     slot_elems = 1
     n_work = 0
     for ph in phases:
@@ -414,3 +429,217 @@ def _k_linear(em, kidx, sizes: list, korder: list):
     """The column of window position kidx (taps..., feature) in the GEMM's K order."""
     ks = list(kidx)
     return em.linear([ks[i] for i in korder], [sizes[i] for i in korder])
+
+
+def _library_enabled() -> bool:
+    from axle.flags import flag
+    try:
+        return bool(flag("cpu_conv_library"))
+    except KeyError:  # pragma: no cover - an older flags table
+        return True
+
+
+def _strides(shape) -> list:
+    out = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        out[d] = out[d + 1] * shape[d + 1]
+    return out
+
+
+def _descriptor(op: Operation, ph: list, L: dict, w_off: int, slot: tuple, gemm: int) -> list:
+    """The i64 descriptor of one phase for conv_runtime's routines (its module docstring)."""
+    from axle.backends.cpu.conv_runtime import FIELDS, ROW_DIMS
+    lt, kt, ot = _ty(op.operands[0]), _ty(op.operands[1]), _ty(op.results[0])
+    ib, if_, isp, ob, of, osp, ki, ko, ksp = L["dims"]
+    nsp = len(isp)
+    taps, kdim, row_shape, rows = L["phase_shapes"](ph)
+    cg, groups, cin = L["cg"], L["groups"], L["cin"]
+    ginner = _groups_inner(L)
+    tile = L["tile_of"](kdim * (groups if ginner else 1), rows)
+    ls, ks, os_ = _strides(lt.shape), _strides(kt.shape), _strides(ot.shape)
+    d = dict.fromkeys(FIELDS, 0)
+    # the GEMM's K order (korder over taps..., feature): column strides
+    sizes = taps + [cin]
+    kst = [0] * (nsp + 1)
+    acc = 1
+    for dim in reversed(L["korder"]):
+        kst[dim] = acc
+        acc *= sizes[dim]
+    d.update(rows=rows, kdim=kdim, cg=cg, groups=groups, tile=tile, n_tiles=(rows + tile - 1) // tile, cin=cin,
+             ginner=int(ginner), ldp=kdim * groups if ginner else kdim, gstep=kdim if ginner else 0,
+             s_f=ls[if_], ksc=kst[nsp], transposed=int(L["transposed"]), direct_out=int(L["direct_out"]),
+             ldo=groups * cg, os_f=os_[of], w_off=w_off, gemm=gemm, slot_bytes=slot[0], off_tmp=slot[1],
+             off_info=slot[2], off_toff=slot[3], off_taps=slot[4], ob_g=cg * os_[of],
+             rb_g=(L["out_batch"] * ls[ib] if L["bgc"] > 1 else 0) + (cin * ls[if_] if L["fgc"] > 1 else 0))
+    for i in range(3):
+        d.update({f"hole_{i}": 1, f"in_{i}": 1, f"taps_{i}": 1})
+    obase = 0
+    wbase = 0
+    for i in range(nsp):
+        first, step, _count, k0, kstep, ntaps, q_t, q_0, q_step, hole = ph[i]
+        d.update({f"q0_{i}": q_0, f"qs_{i}": q_step, f"hole_{i}": hole, f"in_{i}": lt.shape[isp[i]],
+                  f"sp_{i}": ls[isp[i]], f"taps_{i}": ntaps, f"ks_{i}": kst[i]})
+        obase += first * os_[osp[i]]
+        kstride = ks[ksp[i]]
+        if L["rev"][i]:  # tap j reads kernel position size - 1 - (k0 + j kstep)
+            wbase += (L["ksizes"][i] - 1 - k0) * kstride
+            d[f"wc_{i}"] = -kstep * kstride
+        else:
+            wbase += k0 * kstride
+            d[f"wc_{i}"] = kstep * kstride
+    d.update(obase=obase, wbase=wbase, w_si=ks[ki], w_so=ks[ko])
+    row_dims = L["row_dims"]
+    pad = ROW_DIMS - len(row_dims)
+    for k in range(ROW_DIMS):
+        d[f"re{k}"] = 1
+    for k, (dim, ext) in enumerate(zip(row_dims, row_shape)):
+        r = pad + k
+        d[f"re{r}"] = ext
+        if dim == ob:
+            d[f"rb{r}"], d[f"ob{r}"] = ls[ib], os_[ob]
+        else:
+            i = osp.index(dim)
+            d[f"qb{r}_{i}"] = ph[i][6]
+            d[f"ob{r}"] = ph[i][1] * os_[dim]
+    return [int(d[f]) for f in FIELDS]
+
+
+def _check_descriptor(op: Operation, d: dict, L: dict, itemsize: int) -> None:
+    """Every address the routines can form from descriptor d lies inside its buffer (the
+    native code trusts the descriptor; a wrong one is a bug of this file, caught here as an
+    internal compiler error instead of a write out of bounds)."""
+    from axle.backends.cpu.conv_runtime import ROW_DIMS, INFO
+
+    def size(v):
+        n = 1
+        for x in _ty(v).shape:
+            n *= x
+        return n
+
+    def span(pairs):  # largest value of sum(coef * index), index in [0, extent)
+        return sum(max(0, c) * (e - 1) for c, e in pairs if e > 0)
+    rows = [(d[f"re{r}"]) for r in range(ROW_DIMS)]
+    g = d["groups"]
+    out_max = d["obase"] + span([(d[f"ob{r}"], rows[r]) for r in range(ROW_DIMS)] +
+                                [(d["ob_g"], g), (d["os_f"], d["cg"])])
+    in_max = span([(d[f"rb{r}"], rows[r]) for r in range(ROW_DIMS)] + [(d["rb_g"], g), (d["s_f"], d["cin"])] +
+                  [(d[f"sp_{i}"], d[f"in_{i}"]) for i in range(3)])
+    w_reads = d["wbase"] + span([(d[f"wc_{i}"], d[f"taps_{i}"]) for i in range(3)] +
+                                [(d["w_si"], d["cin"]), (d["w_so"], g * d["cg"])])
+    w_low = d["wbase"] + sum(min(0, d[f"wc_{i}"]) * (d[f"taps_{i}"] - 1) for i in range(3))
+    tile = d["tile"]
+    checks = [
+        ("output", out_max < size(op.results[0])),
+        ("input", in_max < size(op.operands[0])),
+        ("weights", 0 <= w_low and w_reads < size(op.operands[1])),
+        ("rows", tile * d["n_tiles"] >= d["rows"] and d["kdim"] == d["cin"] * d["taps_0"] * d["taps_1"] * d["taps_2"]),
+        ("patches", tile * max(d["ldp"], 1) * itemsize <= d["off_tmp"] and
+         (d["direct_out"] or d["off_tmp"] + tile * d["cg"] * itemsize <= d["off_info"])),
+        ("scratch", d["off_info"] + tile * INFO * 8 <= d["off_toff"] and d["off_toff"] + tile * 8 <= d["off_taps"] and
+         d["off_taps"] + (tile if d["transposed"] else 1) * (d["taps_0"] + d["taps_1"] + d["taps_2"]) * 8
+         <= d["slot_bytes"]),
+    ]
+    if d["direct_out"]:
+        checks.append(("direct output", (d["rows"] - 1) * d["ldo"] + g * d["cg"] <= size(op.results[0])))
+    bad = [name for name, ok in checks if not ok]
+    if bad:
+        raise AssertionError(f"conv_runtime descriptor of {op.where()}: {', '.join(bad)} out of bounds: {d}")
+
+
+def _groups_inner(L: dict) -> bool:
+    """Whether the library fills a tile's patches for every group at once (conv_runtime's
+    ginner): grouped convolutions with row-major patches written in place, where a group's
+    few features (one, depthwise) left the window arithmetic per tap dominating."""
+    return L["groups"] > 1 and L["direct_out"] and not L["transposed"]
+
+
+def _emit_library(ctx, op: Operation, phases: list, w_offsets: list, L: dict) -> None:
+    """emit_general_conv through conv_runtime's routines: a descriptor per phase, weights
+    packed by pack_w, tiles shared across the pool by calls of tiles."""
+    from axle.backends.cpu import blas
+    from axle.backends.cpu.conv_runtime import FIELDS, INFO
+    from axle.backends.cpu.kernels_dot_lowp import f32_kernel_fits
+    from axle.backends.cpu.lowp_runtime import register
+    from axle.backends.cpu.parallel import max_threads, split_ranges
+    from axle.ir.types import element_type
+    register()  # the routines' addresses, for linking this module
+    em = ctx.em
+    c64 = em.const_i64
+    lhs, rhs = op.operands
+    res = op.results[0]
+    et = _ty(res).element_type
+    tname = str(et)
+    itemsize = L["itemsize"]
+    gemm = 1 if L["p"] == "s" and f32_kernel_fits(L["cg"]) else 0
+
+    def up(n, a=64):
+        return (n + a - 1) // a * a
+    # one scratch slot per thread, the same layout for every phase
+    patch_b = tmp_b = info_b = taps_b = 0
+    n_work = 0
+    ginner = _groups_inner(L)
+    gk = L["groups"] if ginner else 1
+    for ph in phases:
+        taps, kdim, _, rows = L["phase_shapes"](ph)
+        tile = L["tile_of"](kdim * gk, rows)
+        taps_b = max(taps_b, (tile if L["transposed"] else 1) * (sum(taps) + 3 - len(taps)) * 8)
+        patch_b = max(patch_b, tile * kdim * gk * itemsize)
+        tmp_b = max(tmp_b, 0 if L["direct_out"] else tile * L["cg"] * itemsize)
+        info_b = max(info_b, tile * INFO * 8)
+        n_work += (rows + tile - 1) // tile * (1 if ginner else L["groups"])
+    off_tmp = up(patch_b)
+    off_info = off_tmp + up(max(tmp_b, itemsize))
+    off_toff = off_info + up(info_b)
+    off_taps = off_toff + up(info_b // INFO)
+    slot_bytes = up(off_taps + taps_b)
+    slots = max_threads() if n_work > 1 else 1
+    token = object()
+    scratch = ctx.temp_ref(TensorType((slots * slot_bytes,), element_type("i8")), token)
+    descs = [_descriptor(op, ph, L, w_off, (slot_bytes, off_tmp, off_info, off_toff, off_taps), gemm)
+             for ph, w_off in zip(phases, w_offsets)]
+    for dv in descs:
+        _check_descriptor(op, dict(zip(FIELDS, dv)), L, itemsize)
+    p8 = ir.IntType(8).as_pointer()
+    i64p = ir.IntType(64).as_pointer()
+    mod = ctx.mod
+
+    def fn(name, args):
+        return mod.globals.get(name) or ir.Function(mod, ir.FunctionType(ir.VoidType(), args), name)
+    tiles_fn = fn(f"axle_lowp_conv_tiles_{tname}", [i64p, p8, p8, p8, p8, p8] + [ir.IntType(64)] * 3)
+    pack_fn = fn(f"axle_lowp_conv_pack_w_{tname}", [i64p, p8, p8])
+    arr_t = ir.ArrayType(ir.IntType(64), len(FIELDS))
+
+    def desc_ptr(values):
+        g = ir.GlobalVariable(mod, arr_t, mod.get_unique_name("conv.desc"))
+        g.global_constant = True
+        g.linkage = "private"
+        g.initializer = ir.Constant(arr_t, values)
+        return ctx.b.bitcast(g, i64p)
+
+    def as8(v):
+        return ctx.b.bitcast(v, p8)
+    if not L["in_place_w"]:
+        for ph, dv in zip(phases, descs):
+            if dv[FIELDS.index("kdim")] > 0:
+                ctx.b.call(pack_fn, [desc_ptr(dv), as8(ctx.buffer(rhs)), as8(ctx.resolve(L["wref"]))])
+    for ph, dv in zip(phases, descs):
+        rows, kdim, cg, tile = (dv[FIELDS.index(f)] for f in ("rows", "kdim", "cg", "tile"))
+        n_tiles = dv[FIELDS.index("n_tiles")]
+        if rows == 0:
+            continue
+
+        def tiles(lo, hi, tid, dv=dv):
+            b = ctx.b
+            gptr = ir.Constant(p8, None)
+            if gemm == 0 and kdim > 0:
+                gptr = b.bitcast(blas._gemm_function(ctx, L["p"]), p8)
+                if "axle_blas_set_num_threads_local" in blas.EXTERNAL_SYMBOLS:  # one thread per call
+                    setter = mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
+                        mod, ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "axle_blas_set_num_threads_local")
+                    b.call(setter, [ir.Constant(ir.IntType(32), 1)])
+            b.call(tiles_fn, [desc_ptr(dv), as8(ctx.buffer(lhs)), as8(L["weights"]()), as8(ctx.buffer(res)),
+                              as8(ctx.resolve(scratch)), gptr, lo, hi, tid])
+        split_ranges(ctx, n_tiles * (1 if ginner else L["groups"]), rows * max(kdim, 1) * cg * L["groups"] // 8, tiles,
+                     max_threads=slots)
+    ctx.release(token)
+    ctx.mark_library("lowp.f32" if gemm else f"blas.{L['p']}gemm")

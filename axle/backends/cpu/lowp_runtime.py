@@ -460,11 +460,28 @@ def saved_object() -> tuple:
     return list(_STATE.get("kinds") or []), _STATE.get("object") or b""
 
 
-def build_ir() -> str:
+def _kinds() -> list:
+    """What this host's runtime object holds: its GEMM kinds, then "conv" (conv_runtime.py)."""
+    return sorted(supported_kinds()) + ["conv"]
+
+
+def _names(kind: str) -> list:
+    if kind == "conv":
+        from axle.backends.cpu.conv_runtime import routine_names
+        return routine_names()
+    return [f"axle_lowp_{kind}_{f}" for f in ("pack_a", "panels")]
+
+
+def build_ir(kinds=None) -> str:
     mod = ir.Module("axle_lowp")
-    for kind in sorted(supported_kinds()):
+    panels = {}
+    for kind in kinds or _kinds():
+        if kind == "conv":
+            from axle.backends.cpu import conv_runtime
+            conv_runtime.build(mod, panels.get("f32"))
+            continue
         _pack_a(mod, kind)
-        _panels(mod, kind)
+        panels[kind] = _panels(mod, kind)
     return str(mod)
 
 
@@ -479,7 +496,7 @@ def _object(kinds: list, compile_to_object) -> bytes:
     entry = disk_cache.load(key)
     if entry is not None:
         return entry[1]
-    obj = compile_to_object(build_ir(), 3)[1]
+    obj = compile_to_object(build_ir(kinds), 3)[1]
     disk_cache.store(key, {"what": "lowp_runtime kernels", "kinds": kinds}, obj)
     return obj
 
@@ -494,11 +511,8 @@ def register() -> bool:
         _STATE["building"] = True
         try:
             from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS, compile_to_object, link_object
-            kinds = list(PRELOADED.get("kinds") or sorted(supported_kinds()))
-            if not kinds:
-                _STATE["done"] = False
-                return False
-            names = [f"axle_lowp_{k}_{f}" for k in kinds for f in ("pack_a", "panels")]
+            kinds = list(PRELOADED.get("kinds") or _kinds())
+            names = [n for k in kinds for n in _names(k)]
             obj = PRELOADED.get("object") or _object(kinds, compile_to_object)
             handle, addrs = link_object(obj, names)
             _STATE["handle"], _STATE["object"], _STATE["kinds"] = handle, obj, kinds

@@ -1,0 +1,448 @@
+"""Convolution as a library routine: im2col tiles + GEMM, every shape a run-time value.
+
+kernels_conv_general.py used to generate, per convolution of a program, the loops that
+gather a tile of patches, call the GEMM and scatter the result, with every size, stride
+and window tap a constant of the code: 20-45 kB of LLVM IR per convolution (four copies
+for a stride-2 transposed convolution, one per output phase), which this LLVM (with
+assertions) compiles at 5-7 ms of CPU per kB, while XLA's compile only emits a call into
+its runtime library. These routines are the same algorithm with the constants moved into
+a descriptor (an array of i64 the program holds as a constant), compiled once per machine
+with the low-precision GEMM kernels (lowp_runtime.py, same object, same disk cache and
+linking), so that a program's convolution is a few calls.
+
+Descriptor of one phase of one convolution (FIELDS, all i64; spatial dimensions padded to
+three with one-tap, size-one dimensions):
+
+* the GEMM: `rows` (the output's non-feature positions of the phase), `kdim` (window taps
+  x input features of a group), `cg` (output features of a group), `groups`, `tile` (rows
+  gathered at a time), `n_tiles`;
+* rows: four row dimensions (outermost first, unused ones of extent 1) with, per
+  dimension d, the coefficients of its index in the input offset of the row's batch
+  (`rb<d>`), in the first input position per spatial dimension (`qb<d>_<i>`) and in the
+  output offset (`ob<d>`); constants `q0_<i>`, `obase`, and per group `rb_g`, `ob_g`;
+* window tap j of spatial dimension i reads input position `qb + j qs_<i>`, valid when
+  non-negative, divisible by `hole_<i>` (lhs dilation) and, divided, below `in_<i>`
+  (offset `sp_<i>` per position); input feature c at `c s_f`;
+* patches: row-major [T, K] (column `j0 ks_0 + j1 ks_1 + j2 ks_2 + c ksc`) or, when
+  `transposed`, [K, T] (for filter gradients, whose rows step through the input's
+  smallest stride);
+* output: written by the GEMM in place when `direct_out` (row r at `r ldo`), else through
+  a scratch tile scattered at the row's offset + feature `j os_f`;
+* the packed weights of group g at `w_off + g kdim cg`; `gemm` 0: BLAS ?gemm through the
+  pointer the program passes, 1: axle's f32 kernel (hosts with AVX-512);
+* `ginner` (grouped convolutions, row-major patches, output in place): a unit is a tile of
+  rows for every group, the window offsets computed once per row for all groups, each
+  group's patch `gstep` apart in rows of `ldp` (else ldp = kdim, gstep = 0);
+* per-thread scratch: `slot_bytes` per thread, patches at 0, the output tile at `off_tmp`,
+  the rows' offsets at `off_info` (INFO i64 per row), a transposed fill's input offsets of
+  one tap at `off_toff` (one i64 per row), the rows' tap offsets per spatial dimension at
+  `off_taps` (taps_0 + taps_1 + taps_2 i64 per row of a transposed tile, else per row).
+
+Weight packing (`pack_w`, once per call): W[g, col, j] = rhs at `wbase + j_i wc_<i> + c
+w_si + (g cg + j) w_so` (reversed windows have negative coefficients).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+P8 = I8.as_pointer()
+ROW_DIMS = 4
+INFO = 5  # i64 per row of a tile: input batch offset, first input position per spatial dimension, output offset
+
+FIELDS = (["rows", "kdim", "cg", "groups", "tile", "n_tiles", "cin", "s_f", "ksc", "transposed", "direct_out",
+           "ldo", "os_f", "w_off", "gemm", "slot_bytes", "off_tmp", "off_info", "off_toff", "off_taps", "ginner", "ldp", "gstep", "rb_g", "ob_g", "obase"]
+          + [f"{f}_{i}" for i in range(3) for f in ("q0", "qs", "hole", "in", "sp", "taps", "ks")]
+          + [f"{f}{d}" for d in range(ROW_DIMS) for f in ("re", "rb", "ob")]
+          + [f"qb{d}_{i}" for d in range(ROW_DIMS) for i in range(3)]
+          + ["wbase", "w_si", "w_so"] + [f"wc_{i}" for i in range(3)])
+INDEX = {f: i for i, f in enumerate(FIELDS)}
+assert len(INDEX) == len(FIELDS), "conv_runtime: two descriptor fields of one name"
+TYPES = {"f32": ir.FloatType(), "f64": ir.DoubleType()}
+
+
+def routine_names() -> list:
+    return [f"axle_lowp_conv_{f}_{t}" for t in TYPES for f in ("tiles", "pack_w")]
+
+
+def _c(v):
+    return ir.Constant(I64, v)
+
+
+class _Fn:
+    """A function being built: a builder, descriptor loads, loops."""
+
+    def __init__(self, fn, desc):
+        self.fn = fn
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.desc = desc
+        self._cache: dict = {}
+
+    def d(self, name):
+        """A descriptor field (loaded once, in the entry block)."""
+        if name not in self._cache:
+            b = self.b
+            blk = b.block
+            b.position_at_start(self.fn.entry_basic_block)
+            v = b.load(b.gep(self.desc, [_c(INDEX[name])]), name=name)
+            self._cache[name] = v
+            b.position_at_end(blk)
+        return self._cache[name]
+
+    def loop(self, lo, hi, body, name="i"):
+        """for i in [lo, hi): body(i)."""
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block(name + ".head")
+        blk = b.append_basic_block(name + ".body")
+        end = b.append_basic_block(name + ".end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name)
+        i.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), blk, end)
+        b.position_at_end(blk)
+        body(i)
+        nxt = b.add(i, _c(1))
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+
+def _tiles(mod, tname: str, panels) -> None:
+    """tiles(desc, in, w, out, scratch, gemm, lo, hi, tid): the tiles [lo, hi) of one phase
+    (tile t: group t / n_tiles, rows from (t % n_tiles) tile), in thread tid's scratch."""
+    et = TYPES[tname]
+    ep = et.as_pointer()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), P8, P8, P8, P8, P8, I64, I64, I64]),
+                     f"axle_lowp_conv_tiles_{tname}")
+    desc, src, w, out, scratch, gemm, lo, hi, tid = fn.args
+    F = _Fn(fn, desc)
+    b = F.b
+    src, w, out = b.bitcast(src, ep), b.bitcast(w, ep), b.bitcast(out, ep)
+    slot = b.gep(scratch, [b.mul(tid, F.d("slot_bytes"))])
+    patches = b.bitcast(slot, ep)
+    tmp = b.bitcast(b.gep(slot, [F.d("off_tmp")]), ep)
+    info = b.bitcast(b.gep(slot, [F.d("off_info")]), I64.as_pointer())
+    toff = b.bitcast(b.gep(slot, [F.d("off_toff")]), I64.as_pointer())
+    tapo = b.bitcast(b.gep(slot, [F.d("off_taps")]), I64.as_pointer())
+    idx = [b.alloca(I64) for _ in range(ROW_DIMS)]
+    zero = ir.Constant(et, 0)
+
+    def at(ptr, off):
+        return F.b.gep(ptr, [off])
+
+    def row_info(row0, nrows):
+        """info[ri] for the rows of the tile: an odometer over the four row dimensions."""
+        b = F.b
+        r = row0
+        for d in reversed(range(ROW_DIMS)):
+            b.store(b.urem(r, F.d(f"re{d}")), idx[d])
+            r = b.udiv(r, F.d(f"re{d}"))
+
+        def one(ri):
+            b = F.b
+            vals = [b.load(idx[d]) for d in range(ROW_DIMS)]
+            rb = _c(0)
+            ob = F.d("obase")
+            qb = [F.d(f"q0_{i}") for i in range(3)]
+            for d, v in enumerate(vals):
+                rb = b.add(rb, b.mul(v, F.d(f"rb{d}")))
+                ob = b.add(ob, b.mul(v, F.d(f"ob{d}")))
+                qb = [b.add(q, b.mul(v, F.d(f"qb{d}_{i}"))) for i, q in enumerate(qb)]
+            for k, v in enumerate([rb] + qb + [ob]):
+                b.store(v, at(info, b.add(b.mul(ri, _c(INFO)), _c(k))))
+            # advance the odometer (a carry out of the outermost dimension ends the tile)
+            carry = ir.Constant(I1, 1)
+            for d in reversed(range(ROW_DIMS)):
+                nv = b.add(vals[d], b.zext(carry, I64))
+                wrap = b.and_(carry, b.icmp_signed(">=", nv, F.d(f"re{d}")))
+                b.store(b.select(wrap, _c(0), nv), idx[d])
+                carry = wrap
+        F.loop(_c(0), nrows, one, "ri")
+
+    def position(i, q):
+        """(valid, input position) of first-position q in spatial dimension i."""
+        b = F.b
+        nonneg = b.icmp_signed(">=", q, _c(0))
+        qq = b.select(nonneg, q, _c(0))
+        hole = F.d(f"hole_{i}")
+        # lhs dilation: divide (a branch, not a select: a division costs 20-40 cycles and
+        # most convolutions have no holes)
+        pre = b.block
+        with b.if_then(b.icmp_signed("!=", hole, _c(1))):
+            dil = b.block
+            hok = b.icmp_signed("==", b.urem(qq, hole), _c(0))
+            hpos = b.udiv(qq, hole)
+        ok, pos = b.phi(I1), b.phi(I64)
+        ok.add_incoming(hok, dil)
+        ok.add_incoming(ir.Constant(I1, 1), pre)
+        pos.add_incoming(hpos, dil)
+        pos.add_incoming(qq, pre)
+        ok = b.and_(b.and_(ok, nonneg), b.icmp_signed("<", pos, F.d(f"in_{i}")))
+        return ok, b.select(ok, pos, _c(0))
+
+    def copy_run(ok, s, dst):
+        """cin features of one tap: s[c s_f] -> dst[c ksc] where ok, else zeros (a loop of
+        selects, not memcpy: a call per tap cost more than the copy for few features)."""
+        b = F.b
+        with b.if_else(b.icmp_signed("==", F.d("cin"), _c(1))) as (single, several):
+            with single:  # one feature per tap (depthwise convolutions)
+                b.store(b.select(ok, b.load(s), zero), dst)
+            with several:
+                copy_features(ok, s, dst)
+
+    def copy_features(ok, s, dst):
+        b = F.b
+        unit = b.and_(b.icmp_signed("==", F.d("ksc"), _c(1)), b.icmp_signed("==", F.d("s_f"), _c(1)))
+        with b.if_else(unit) as (contiguous, strided):
+            for blk, sf, kc in ((contiguous, None, None), (strided, F.d("s_f"), F.d("ksc"))):
+                with blk:
+                    def elem(c, sf=sf, kc=kc):
+                        b = F.b
+                        x = b.load(at(s, b.select(ok, c if sf is None else b.mul(c, sf), _c(0))))
+                        b.store(b.select(ok, x, zero), at(dst, c if kc is None else b.mul(c, kc)))
+                    F.loop(_c(0), F.d("cin"), elem, "c")
+
+    NEG = _c(-(1 << 60))  # a tap offset outside the input (a sum of three stays negative)
+
+    def tap_offsets(ri, stride, at_ri):
+        """Per spatial dimension i and tap j of tile row ri, into taps[(B_i + j) stride +
+        at_ri] (B_i: the taps of the dimensions before i): the input offset of that part of
+        the position (dimension 0's with the row's batch offset), or NEG where it falls
+        outside the input. A tap's offset is then the sum of its three parts."""
+        b = F.b
+        base = at(info, b.mul(ri, _c(INFO)))
+        first = _c(0)
+        for i in range(3):
+            def one(j, i=i, first=first):
+                b = F.b
+                q = b.add(b.load(at(base, _c(1 + i))), b.mul(j, F.d(f"qs_{i}")))
+                ok, pos = position(i, q)
+                off = b.mul(pos, F.d(f"sp_{i}"))
+                if i == 0:
+                    off = b.add(off, b.load(base))
+                b.store(b.select(ok, off, NEG), at(tapo, b.add(b.mul(b.add(first, j), stride), at_ri)))
+            F.loop(_c(0), F.d(f"taps_{i}"), one, f"o{i}")
+            first = F.b.add(first, F.d(f"taps_{i}"))
+
+    def taps(body, parts=()):
+        """body(js, sums) over the window taps of the phase; sums[k]: the sum over the
+        dimensions i of parts[k](i, j_i), added level by level (hoisted out of inner taps)."""
+        js: list = []
+
+        def level(i, acc):
+            if i == 3:
+                body(list(js), acc)
+                return
+
+            def step(j):
+                nxt = [F.b.add(a, part(i, j)) for a, part in zip(acc, parts)]
+                js.append(j)
+                level(i + 1, nxt)
+                js.pop()
+            F.loop(_c(0), F.d(f"taps_{i}"), step, f"j{i}")
+        level(0, [_c(0)] * len(parts))
+
+    def col_of(js):
+        b = F.b
+        col = _c(0)
+        for i in range(3):
+            col = b.add(col, b.mul(js[i], F.d(f"ks_{i}")))
+        return col
+
+    def dim_first(i):
+        b = F.b
+        return [_c(0), F.d("taps_0"), b.add(F.d("taps_0"), F.d("taps_1"))][i]
+
+    def fill(nrows, g_lo, g_hi):
+        """The tile's patches of groups [g_lo, g_hi) (several only with ginner: side by side
+        in a row, gstep apart; rows ldp apart)."""
+        b = F.b
+        grb = b.mul(g_lo, F.d("rb_g"))
+        with b.if_else(b.icmp_signed("!=", F.d("transposed"), _c(0))) as (tr, rm):
+            with tr:  # [K, T]: every row's tap parts, then per tap the rows' offsets, per feature the rows
+                F.loop(_c(0), nrows, lambda ri: tap_offsets(ri, F.d("tile"), ri), "tp")
+
+                def tcol(js, _acc):
+                    def offsets(ri):
+                        b = F.b
+                        t = _c(0)
+                        for i in range(3):
+                            t = b.add(t, b.load(at(tapo, b.add(b.mul(b.add(dim_first(i), js[i]), F.d("tile")), ri))))
+                        b.store(b.select(b.icmp_signed(">=", t, _c(0)), b.add(t, grb), _c(-1)), at(toff, ri))
+                    F.loop(_c(0), nrows, offsets, "to")
+
+                    def feat(c):
+                        b = F.b
+                        col = b.add(col_of(js), b.mul(c, F.d("ksc")))
+                        dst = at(patches, b.mul(col, F.d("tile")))
+                        coff = b.mul(c, F.d("s_f"))
+
+                        def row(ri):
+                            b = F.b
+                            t = b.load(at(toff, ri))
+                            ok = b.icmp_signed(">=", t, _c(0))
+                            x = b.load(at(src, b.select(ok, b.add(t, coff), _c(0))))
+                            b.store(b.select(ok, x, zero), at(dst, ri))
+                        F.loop(_c(0), nrows, row, "tr")
+                    F.loop(_c(0), F.d("cin"), feat, "tc")
+                taps(tcol)
+            with rm:  # [T, K]: for each row, its tap parts, then its window
+                def row(ri):
+                    tap_offsets(ri, _c(1), _c(0))
+
+                    row_dst = at(patches, F.b.mul(ri, F.d("ldp")))
+
+                    def tap(js, sums):
+                        b = F.b
+                        t, col = sums
+                        ok = b.icmp_signed(">=", t, _c(0))
+
+                        def group(g):
+                            b = F.b
+                            gs = b.select(ok, b.add(t, b.mul(g, F.d("rb_g"))), _c(0))
+                            copy_run(ok, at(src, gs), at(row_dst, b.add(col, b.mul(b.sub(g, g_lo), F.d("gstep")))))
+                        F.loop(g_lo, g_hi, group, "g")
+                    taps(tap, parts=(lambda i, j: F.b.load(at(tapo, F.b.add(dim_first(i), j))),
+                                     lambda i, j: F.b.mul(j, F.d(f"ks_{i}"))))
+                F.loop(_c(0), nrows, row, "rr")
+
+    def scatter(nrows, g, have):
+        """Group g's tile rows (zeros when `have` is false: a phase no tap reaches) into out."""
+        def row(ri):
+            b = F.b
+            ob = b.add(b.load(at(info, b.add(b.mul(ri, _c(INFO)), _c(4)))), b.mul(g, F.d("ob_g")))
+
+            def col(j):
+                b = F.b
+                x = b.load(at(tmp, b.select(have, b.add(b.mul(ri, F.d("cg")), j), _c(0))))
+                b.store(b.select(have, x, zero), at(out, b.add(ob, b.mul(j, F.d("os_f")))))
+            F.loop(_c(0), F.d("cg"), col, "sj")
+        F.loop(_c(0), nrows, row, "sr")
+
+    i32p = I32.as_pointer()
+    gty = ir.FunctionType(ir.VoidType(), [P8, P8, i32p, i32p, i32p, P8, P8, i32p, P8, i32p, P8, P8, i32p])
+
+    def slot32(v):
+        s = _entry_alloca(F, I32)
+        F.b.store(F.b.trunc(v, I32), s)
+        return s
+
+    def call_gemm(nrows, pp, wp, optr, ldc):
+        b = F.b
+        with b.if_else(b.icmp_signed("==", F.d("gemm"), _c(0))) as (blas, own):
+            with blas:  # column-major view: out^T[cg, rows] = W^T[cg, K] @ patches^T
+                b = F.b
+                ch = [_entry_alloca(F, I8) for _ in range(2)]
+                b.store(ir.Constant(I8, ord("N")), ch[0])
+                b.store(b.select(b.icmp_signed("!=", F.d("transposed"), _c(0)), ir.Constant(I8, ord("T")),
+                                 ir.Constant(I8, ord("N"))), ch[1])
+                one, nought = _entry_alloca(F, et), _entry_alloca(F, et)
+                b.store(ir.Constant(et, 1), one)
+                b.store(ir.Constant(et, 0), nought)
+                ldb = b.select(b.icmp_signed("!=", F.d("transposed"), _c(0)), F.d("tile"), F.d("ldp"))
+                b.call(b.bitcast(gemm, gty.as_pointer()),
+                       [ch[0], ch[1], slot32(F.d("cg")), slot32(nrows), slot32(F.d("kdim")), b.bitcast(one, P8),
+                        b.bitcast(wp, P8), slot32(F.d("cg")), b.bitcast(pp, P8), slot32(ldb),
+                        b.bitcast(nought, P8), b.bitcast(optr, P8), slot32(ldc)])
+            with own:
+                if panels is not None:  # axle's f32 kernel: rows of patches with lda / ldk
+                    b = F.b
+                    t = b.icmp_signed("!=", F.d("transposed"), _c(0))
+                    lda = b.select(t, _c(1), F.d("ldp"))
+                    ldk = b.select(t, F.d("tile"), _c(1))
+                    nr = 32
+                    npan = b.udiv(b.add(F.d("cg"), _c(nr - 1)), _c(nr))
+                    b.call(panels, [b.bitcast(pp, P8), b.bitcast(wp, P8), F.d("cg"), _c(1), b.bitcast(optr, P8),
+                                    ldc, nrows, F.d("cg"), F.d("kdim"), _c(0), npan, _c(0), lda, _c(0),
+                                    _c(2 ** 40), ldk])
+
+    def tile(t):
+        """Unit t: group t / n_tiles, rows from (t % n_tiles) tile; with ginner, rows from
+        t tile for every group."""
+        b = F.b
+        inner = b.icmp_signed("!=", F.d("ginner"), _c(0))
+        g_lo = b.select(inner, _c(0), b.udiv(t, F.d("n_tiles")))
+        g_hi = b.select(inner, F.d("groups"), b.add(g_lo, _c(1)))
+        row0 = b.mul(b.select(inner, t, b.urem(t, F.d("n_tiles"))), F.d("tile"))
+        left = b.sub(F.d("rows"), row0)
+        nrows = b.select(b.icmp_signed("<", left, F.d("tile")), left, F.d("tile"))
+        row_info(row0, nrows)
+        have = b.icmp_signed(">", F.d("kdim"), _c(0))
+        with b.if_else(have) as (work, empty):
+            with work:
+                fill(nrows, g_lo, g_hi)
+
+                def group(g):
+                    b = F.b
+                    pp = at(patches, b.mul(b.sub(g, g_lo), F.d("gstep")))
+                    wp = at(w, b.add(F.d("w_off"), b.mul(g, b.mul(F.d("kdim"), F.d("cg")))))
+                    direct = b.icmp_signed("!=", F.d("direct_out"), _c(0))
+                    with b.if_else(direct) as (inplace, through):
+                        with inplace:
+                            b = F.b
+                            optr = at(out, b.add(b.mul(row0, F.d("ldo")), b.mul(g, F.d("cg"))))
+                            call_gemm(nrows, pp, wp, optr, F.d("ldo"))
+                        with through:
+                            call_gemm(nrows, pp, wp, tmp, F.d("cg"))
+                            scatter(nrows, g, ir.Constant(I1, 1))
+                F.loop(g_lo, g_hi, group, "gg")
+            with empty:
+                F.loop(g_lo, g_hi, lambda g: scatter(nrows, g, ir.Constant(I1, 0)), "ge")
+    F.loop(lo, hi, tile, "t")
+    F.b.ret_void()
+
+
+def _entry_alloca(F: _Fn, t):
+    b = F.b
+    blk = b.block
+    b.position_at_start(F.fn.entry_basic_block)
+    s = b.alloca(t)
+    b.position_at_end(blk)
+    return s
+
+
+def _pack_w(mod, tname: str) -> None:
+    """pack_w(desc, rhs, wp): the phase's weights, W[g, col, j] (module docstring)."""
+    et = TYPES[tname]
+    ep = et.as_pointer()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), P8, P8]), f"axle_lowp_conv_pack_w_{tname}")
+    desc, rhs, wp = fn.args
+    F = _Fn(fn, desc)
+    b = F.b
+    rhs, wp = b.bitcast(rhs, ep), b.bitcast(wp, ep)
+
+    def group(g):
+        def tap(js):
+            def feat(c):
+                def outf(j):
+                    b = F.b
+                    s = F.d("wbase")
+                    col = b.mul(c, F.d("ksc"))
+                    for i in range(3):
+                        s = b.add(s, b.mul(js[i], F.d(f"wc_{i}")))
+                        col = b.add(col, b.mul(js[i], F.d(f"ks_{i}")))
+                    s = b.add(s, b.add(b.mul(c, F.d("w_si")), b.mul(b.add(b.mul(g, F.d("cg")), j), F.d("w_so"))))
+                    d = b.add(F.d("w_off"), b.add(b.mul(b.add(b.mul(g, F.d("kdim")), col), F.d("cg")), j))
+                    b.store(b.load(b.gep(rhs, [s])), b.gep(wp, [d]))
+                F.loop(_c(0), F.d("cg"), outf, "pj")
+            F.loop(_c(0), F.d("cin"), feat, "pc")
+        js: list = []
+
+        def level(i):
+            if i == 3:
+                tap(list(js))
+                return
+            F.loop(_c(0), F.d(f"taps_{i}"), lambda j: (js.append(j), level(i + 1), js.pop()), f"pt{i}")
+        level(0)
+    F.loop(_c(0), F.d("groups"), group, "pg")
+    F.b.ret_void()
+
+
+def build(mod, panels_f32) -> None:
+    """Add the routines to the runtime module (panels_f32: axle's f32 GEMM kernel function
+    when this host has it, else None)."""
+    for tname in TYPES:
+        _tiles(mod, tname, panels_f32 if tname == "f32" else None)
+        _pack_w(mod, tname)

@@ -1,0 +1,128 @@
+"""Convolutions through the library routines (conv_runtime.py): one compiled routine with
+run-time shapes gives the same bits as the loops generated per convolution
+(--cpu_conv_library=false) in every form, and the program carries calls, not the loops."""
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import axle  # noqa: E402
+from axle.backends.cpu import disk_cache  # noqa: E402
+from axle.backends.cpu import executable as cpu_exe  # noqa: E402
+
+NHWC = ("NHWC", "HWIO", "NHWC")
+NCHW = ("NCHW", "OIHW", "NCHW")
+CASES = {  # name: (input shape, kernel shape, keyword arguments of conv_general_dilated): the forms
+    # kernels_conv.py's direct / im2col NHWC paths leave to kernels_conv_general.py
+    "strided NCHW": ((2, 5, 9, 10), (7, 5, 3, 3), dict(window_strides=(2, 2), padding="SAME", dimension_numbers=NCHW)),
+    "rhs dilated NCHW": ((2, 4, 9, 9), (6, 4, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                                          rhs_dilation=(2, 2), dimension_numbers=NCHW)),
+    "transposed (lhs dilated, 4 phases)": ((2, 6, 7, 5), (3, 3, 5, 4),
+                                           dict(window_strides=(1, 1), padding=[(2, 1), (1, 2)],
+                                                lhs_dilation=(2, 2))),
+    "phases without taps": ((2, 6, 6, 3), (1, 1, 3, 4), dict(window_strides=(1, 1), padding=[(0, 1), (2, 0)],
+                                                             lhs_dilation=(2, 3))),
+    "lhs dilated and strided": ((1, 7, 6, 3), (3, 2, 3, 4), dict(window_strides=(2, 3), padding=[(1, 1), (2, 0)],
+                                                                 lhs_dilation=(2, 2))),
+    "NCHW": ((2, 5, 8, 9), (6, 5, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                              dimension_numbers=("NCHW", "OIHW", "NCHW"))),
+    "depthwise": ((2, 8, 8, 6), (3, 3, 1, 12), dict(window_strides=(1, 1), padding="SAME",
+                                                    feature_group_count=6)),
+    "grouped": ((2, 7, 7, 8), (3, 3, 4, 6), dict(window_strides=(1, 1), padding="VALID", feature_group_count=2)),
+    "batch groups (filter gradient of a grouped conv)": ((4, 6, 6, 3), (3, 3, 3, 6),
+                                                         dict(window_strides=(1, 1), padding="SAME",
+                                                              batch_group_count=2)),
+    "flipped kernel, 1-D NCW": ((3, 4, 20), (6, 4, 5), dict(window_strides=(1,), padding=[(3, 1)], rhs_dilation=(2,),
+                                                            dimension_numbers=("NCW", "OIW", "NCW"))),
+    "3-D NCDHW": ((1, 3, 5, 6, 4), (4, 3, 2, 3, 2), dict(window_strides=(1, 2, 1), padding="SAME",
+                                                        dimension_numbers=("NCDHW", "OIDHW", "NCDHW"))),
+}
+
+
+def _compile(text, library: bool, monkeypatch):
+    monkeypatch.setenv("AXLE_FLAGS", f"--cpu_conv_library={'true' if library else 'false'}")
+    cpu_exe.clear_memory_cache()
+    with disk_cache.disabled():
+        return axle.compile(text, backend="cpu")
+
+
+def _fn(kw, ndim):
+    kw = dict(kw)
+    dn = kw.pop("dimension_numbers", NHWC if ndim == 4 else None)
+
+    def fn(x, w):
+        return jax.lax.conv_general_dilated(x, w, dimension_numbers=dn, **kw)
+    return fn
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_library_gives_the_generated_bits(name, dtype, monkeypatch):
+    xs, ws, kw = CASES[name]
+    r = np.random.default_rng(len(name))
+    x, w = r.standard_normal(xs).astype(dtype), r.standard_normal(ws).astype(dtype)
+    fn = _fn(kw, len(xs))
+    if name.startswith("flipped"):  # a flipped kernel (as input gradients have)
+        base = fn
+        fn = lambda x, w: base(x, jax.numpy.flip(w, 2))  # noqa: E731
+    with jax.enable_x64(dtype == np.float64):
+        text = jax.jit(fn).lower(x, w).as_text()
+        want = np.asarray(jax.jit(fn)(x, w))
+    lib = _compile(text, True, monkeypatch)
+    gen = _compile(text, False, monkeypatch)
+    assert "axle_lowp_conv_tiles" in lib.program.llvm_ir
+    assert "axle_lowp_conv_tiles" not in gen.program.llvm_ir
+    assert len(lib.program.llvm_ir) < len(gen.program.llvm_ir)
+    got, ref = np.asarray(lib(x, w)), np.asarray(gen(x, w))
+    np.testing.assert_array_equal(got, ref)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_gradients_of_a_strided_conv(monkeypatch):
+    """Input and filter gradients (lhs-dilated conv with a flipped kernel; a conv contracting
+    over batch and space with transposed patches) through the library, against jax.grad."""
+    r = np.random.default_rng(3)
+    x = r.standard_normal((4, 10, 10, 6)).astype(np.float32)
+    w = r.standard_normal((3, 3, 6, 8)).astype(np.float32)
+
+    def loss(x, w):
+        y = jax.lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=NHWC)
+        return (y * y).sum()
+    fn = jax.grad(loss, argnums=(0, 1))
+    text = jax.jit(fn).lower(x, w).as_text()
+    exe = _compile(text, True, monkeypatch)
+    assert exe.program.llvm_ir.count("call void @\"axle_lowp_conv_tiles_f32\"") >= 2
+    got = exe(x, w)
+    for g, want in zip(got, jax.jit(fn)(x, w)):
+        want = np.asarray(want)
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_wrong_descriptor_is_an_internal_error_not_a_write_out_of_bounds():
+    from axle.backends.cpu import kernels_conv_general as K
+    from axle.backends.cpu.conv_runtime import FIELDS
+    x = np.ones((1, 6, 6, 6), np.float32)
+    w = np.ones((3, 3, 1, 12), np.float32)
+    fn = _fn(CASES["depthwise"][2], 4)
+    text = jax.jit(fn).lower(x, w).as_text()
+    seen = []
+    orig = K._check_descriptor
+
+    def spy(op, d, L, itemsize):
+        orig(op, d, L, itemsize)  # the real descriptor passes
+        seen.append(1)
+        bad = dict(d, obase=d["obase"] + 10 ** 6)
+        with pytest.raises(AssertionError, match="output"):
+            orig(op, bad, L, itemsize)
+        bad = dict(d, sp_0=d["sp_0"] * 1000)
+        with pytest.raises(AssertionError, match="input"):
+            orig(op, bad, L, itemsize)
+    K._check_descriptor = spy
+    try:
+        cpu_exe.clear_memory_cache()
+        with disk_cache.disabled():
+            axle.compile(text, backend="cpu")
+    finally:
+        K._check_descriptor = orig
+    assert seen and len(FIELDS) > 50
