@@ -249,6 +249,8 @@ def overhead(rounds: int = 9) -> tuple[float, float, float, float]:
 
     import axle
     from axle.tools.bench_workloads import one_op
+    from axle.backends.cpu import lowp_runtime
+    lowp_runtime.register()
     fn, args = one_op()
     text = jax.jit(fn).lower(*args).as_text()
     exe = axle.compile(text, backend="cpu")
@@ -323,14 +325,18 @@ def machine() -> str:
 
 def _warm_up() -> None:
     """One-time process set-up outside the compile timings, as for XLA (whose backend is up
-    before its first timed compile): LLVM's targets, the thread pool's runtime, the BLAS
-    symbols, jax itself."""
+    before its first timed compile, its runtime library compiled into jaxlib): LLVM's
+    targets, the thread pool's runtime, the BLAS symbols, axle's runtime routines (GEMM
+    kernels and convolutions, lowp_runtime.py: loaded from the disk cache, or compiled
+    once per machine), jax itself."""
     import jax
 
     import axle
     from axle.backends.cpu import disk_cache
     from axle.backends.cpu import executable as cpu_exe
     from axle.tools.bench_workloads import one_op
+    from axle.backends.cpu import lowp_runtime
+    lowp_runtime.register()
     fn, args = one_op()
     text = jax.jit(fn).lower(*args).as_text()
     with disk_cache.disabled():

@@ -36,7 +36,16 @@ CASES = {  # name: (input shape, kernel shape, keyword arguments of conv_general
                                                             dimension_numbers=("NCW", "OIW", "NCW"))),
     "3-D NCDHW": ((1, 3, 5, 6, 4), (4, 3, 2, 3, 2), dict(window_strides=(1, 2, 1), padding="SAME",
                                                         dimension_numbers=("NCDHW", "OIDHW", "NCDHW"))),
+    # NHWC: the direct kernel's rows (conv_runtime's dconv routines) and im2col tiles
+    "direct NHWC strided": ((2, 9, 10, 5), (3, 3, 5, 16), dict(window_strides=(2, 2), padding="SAME")),
+    "direct NHWC rhs dilated": ((2, 11, 9, 4), (3, 3, 4, 8), dict(window_strides=(1, 1), padding="SAME",
+                                                                  rhs_dilation=(2, 2))),
+    "direct NHWC 3 channels, rows of 13": ((3, 7, 13, 3), (3, 3, 3, 32), dict(window_strides=(1, 1), padding="SAME")),
+    "direct NHWC asymmetric padding": ((1, 8, 8, 6), (2, 3, 6, 16), dict(window_strides=(1, 2),
+                                                                         padding=[(0, 2), (3, 1)])),
+    "im2col NHWC (6 output features)": ((2, 9, 9, 4), (3, 3, 4, 6), dict(window_strides=(1, 1), padding="SAME")),
 }
+ROUTINES = ("axle_lowp_conv_tiles", "axle_lowp_dconv_row")
 
 
 def _compile(text, library: bool, monkeypatch):
@@ -59,6 +68,8 @@ def _fn(kw, ndim):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_library_gives_the_generated_bits(name, dtype, monkeypatch):
     xs, ws, kw = CASES[name]
+    if name.startswith("direct") and dtype == np.float64:
+        pytest.skip("the direct kernel is f32 only (f64 takes im2col, covered by the other cases)")
     r = np.random.default_rng(len(name))
     x, w = r.standard_normal(xs).astype(dtype), r.standard_normal(ws).astype(dtype)
     fn = _fn(kw, len(xs))
@@ -70,8 +81,8 @@ def test_library_gives_the_generated_bits(name, dtype, monkeypatch):
         want = np.asarray(jax.jit(fn)(x, w))
     lib = _compile(text, True, monkeypatch)
     gen = _compile(text, False, monkeypatch)
-    assert "axle_lowp_conv_tiles" in lib.program.llvm_ir
-    assert "axle_lowp_conv_tiles" not in gen.program.llvm_ir
+    assert any(r in lib.program.llvm_ir for r in ROUTINES)
+    assert not any(r in gen.program.llvm_ir for r in ROUTINES)
     assert len(lib.program.llvm_ir) < len(gen.program.llvm_ir)
     got, ref = np.asarray(lib(x, w)), np.asarray(gen(x, w))
     np.testing.assert_array_equal(got, ref)
@@ -126,3 +137,25 @@ def test_a_wrong_descriptor_is_an_internal_error_not_a_write_out_of_bounds():
     finally:
         K._check_descriptor = orig
     assert seen and len(FIELDS) > 50
+
+
+def test_pooled_convolution_rows_through_the_library(monkeypatch):
+    """conv + bias + relu + 2x2 max pool: the pooling kernel computes the convolution's rows
+    (one fused kernel) by calls of the library's row routine; same bits as generated."""
+    r = np.random.default_rng(9)
+    x = r.standard_normal((4, 18, 18, 3)).astype(np.float32)
+    w = r.standard_normal((3, 3, 3, 16)).astype(np.float32)
+    bias = r.standard_normal(16).astype(np.float32)
+
+    def fn(x, w, bias):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=NHWC)
+        y = jax.nn.relu(y + bias)
+        return jax.lax.reduce_window(y, -np.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    text = jax.jit(fn).lower(x, w, bias).as_text()
+    lib = _compile(text, True, monkeypatch)
+    gen = _compile(text, False, monkeypatch)
+    assert [k.name for k in lib.program.kernels if k.depth == 0] == ["stablehlo.reduce_window"]
+    assert "axle_lowp_dconv_row" in lib.program.llvm_ir
+    got = np.asarray(lib(x, w, bias))
+    np.testing.assert_array_equal(got, np.asarray(gen(x, w, bias)))
+    np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(x, w, bias)), rtol=1e-4, atol=1e-4)

@@ -26,6 +26,9 @@ def _compile_recording(monkeypatch, fn, *args):
 
 @pytest.mark.parametrize("cin,lsr", [(3, True), (32, False)])
 def test_direct_convolution_asks_for_lsr_with_few_channels_and_is_right(monkeypatch, cin, lsr):
+    # the direct kernel generated into the program (by default it is a call of the library
+    # routine, conv_runtime.py, compiled with LSR on everything)
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_conv_library=false")
     r = np.random.default_rng(0)
     x = r.standard_normal((2, 12, 12, cin), np.float32)
     w = r.standard_normal((3, 3, cin, 16), np.float32)

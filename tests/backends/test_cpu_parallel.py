@@ -61,9 +61,11 @@ def test_parallel_equals_serial_and_interpreter(name, monkeypatch):
     r = np.random.default_rng(5)
     args = [(r.integers(-1000, 1000, s).astype(np.int32) if "int" in name else r.standard_normal(s).astype(np.float32))
             for s in shapes]
-    if name == "conv_tiles":  # small tiles: many of them, a partial last one
-        from axle.backends.cpu import kernels_conv
+    if name == "conv_tiles":  # small tiles: many of them, a partial last one (generated or library path)
+        from axle.backends.cpu import kernels_conv, kernels_conv_general
         monkeypatch.setattr(kernels_conv, "PATCH_BYTES", 36 * 4 * 50)
+        monkeypatch.setattr(kernels_conv_general, "PATCH_BYTES", 36 * 4 * 50)
+        monkeypatch.setattr(kernels_conv_general, "MIN_TILE", 50)
     par = _compile(text, 1, monkeypatch)
     assert ".par" in par._static.optimized_ir  # really split
     ser = _compile(text, 1 << 62, monkeypatch)

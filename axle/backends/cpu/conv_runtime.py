@@ -62,7 +62,7 @@ TYPES = {"f32": ir.FloatType(), "f64": ir.DoubleType()}
 
 
 def routine_names() -> list:
-    return [f"axle_lowp_conv_{f}_{t}" for t in TYPES for f in ("tiles", "pack_w")]
+    return [f"axle_lowp_conv_{f}_{t}" for t in TYPES for f in ("tiles", "pack_w")] + dconv_names((8, 16))
 
 
 def _c(v):
@@ -446,3 +446,178 @@ def build(mod, panels_f32) -> None:
     for tname in TYPES:
         _tiles(mod, tname, panels_f32 if tname == "f32" else None)
         _pack_w(mod, tname)
+    for cb, pmax in dconv_widths().items():
+        _dconv_row(mod, cb, pmax)
+
+
+def dconv_widths() -> dict:
+    """{cb: the widest register block} of the direct rows, as kernels_conv.DirectConv picks
+    them on this host."""
+    from axle.backends.cpu.kernels_conv import ACCUMULATORS, _vector_floats
+    return {cb: max(1, ACCUMULATORS * _vector_floats() // cb) for cb in (8, 16)}
+
+
+# ----------------------------------------------------------------- direct convolution rows
+# kernels_conv.DirectConv's row of a plain f32 2-D NHWC convolution (few input features per
+# window: no patches, the input read in place, px output pixels x cb features in registers),
+# with the sizes in a descriptor. One block function per register-block width P (the
+# accumulators must be known to the code generator), checked (window columns may fall in
+# padding) and unchecked; the row routine picks them at run time.
+DFIELDS = ["h", "w", "c", "kh", "kw", "f", "ow", "sy", "sx", "dy", "dx", "pt", "pl", "packed", "window", "px"]
+DINDEX = {f: i for i, f in enumerate(DFIELDS)}
+
+
+def dconv_names(cbs) -> list:
+    return [f"axle_lowp_dconv_row_f32x{cb}" for cb in cbs]
+
+
+def _dconv_block(mod, cb: int, P: int, checked: bool):
+    f32 = ir.FloatType()
+    fp = f32.as_pointer()
+    vt = ir.VectorType(f32, cb)
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), fp, fp, fp] + [I64] * 4),
+                     f"axle_lowp_dconv_blk{cb}_{P}{'c' if checked else 'u'}")
+    fn.linkage = "internal"
+    desc, src, wts, out_row, n, oy, ox0, fb = fn.args
+    F = _Fn(fn, desc)
+    F.d = lambda name: _dfield(F, name)
+    b = F.b
+    accs = [_entry_alloca(F, vt) for _ in range(P)]
+    for a in accs:
+        b.store(ir.Constant(vt, [0.0] * cb), a)
+    name = f"llvm.fmuladd.v{cb}f32"
+    fma = mod.globals.get(name) or ir.Function(mod, ir.FunctionType(vt, [vt, vt, vt]), name)
+    lanes0 = ir.Constant(ir.VectorType(I32, cb), [0] * cb)
+    zero = ir.Constant(f32, 0.0)
+    c = F.d("c")
+    zeros = None
+    if checked:  # DIRECT_MAX_WINDOW zeros: a padding pixel's features (c <= the window)
+        from axle.backends.cpu.kernels_conv import DIRECT_MAX_WINDOW
+        zt = ir.ArrayType(f32, DIRECT_MAX_WINDOW)
+        zg = mod.globals.get("axle_lowp_dconv_zeros")
+        if zg is None:
+            zg = ir.GlobalVariable(mod, zt, "axle_lowp_dconv_zeros")
+            zg.global_constant, zg.linkage, zg.align = True, "internal", 64
+            zg.initializer = ir.Constant(zt, None)
+        zeros = b.bitcast(zg, fp)
+    packed = b.icmp_signed("!=", F.d("packed"), _c(0))
+    wstep = b.select(packed, _c(cb), F.d("f"))
+
+    def window_row(ky):
+        b = F.b
+        iy = b.sub(b.add(b.mul(oy, F.d("sy")), b.mul(ky, F.d("dy"))), F.d("pt"))
+        inside = b.and_(b.icmp_signed(">=", iy, _c(0)), b.icmp_signed("<", iy, F.d("h")))
+        with b.if_then(inside):
+            b = F.b
+            row = b.mul(b.add(b.mul(n, F.d("h")), iy), F.d("w"))
+
+            def pointers(kx):
+                """Each pixel's input features at window column kx (zeros: in padding)."""
+                b = F.b
+                ix0 = b.sub(b.add(b.mul(ox0, F.d("sx")), b.mul(kx, F.d("dx"))), F.d("pl"))
+                ptrs = []
+                for p in range(P):
+                    ix = b.add(ix0, b.mul(_c(p), F.d("sx")))
+                    ptr = b.gep(src, [b.mul(b.add(row, ix), c)])
+                    if checked:  # a pixel whose window column is in padding reads zeros
+                        ok = b.and_(b.icmp_signed(">=", ix, _c(0)), b.icmp_signed("<", ix, F.d("w")))
+                        ptr = b.select(ok, b.gep(src, [b.mul(b.add(row, b.select(ok, ix, _c(0))), c)]), zeros)
+                    ptrs.append(ptr)
+                return ptrs
+
+            def run(kx, count):
+                """count products per pixel from window column kx: its features, or (count
+                kw c) the whole window row, contiguous in the input and in the weights."""
+                b = F.b
+                ptrs = pointers(kx)
+                wrow = b.mul(b.add(b.mul(ky, F.d("kw")), kx), c)  # the weights' row (ky, kx, 0)
+                wbase = b.gep(wts, [b.select(packed, b.mul(b.add(b.mul(fb, F.d("window")), wrow), _c(cb)),
+                                             b.add(b.mul(wrow, F.d("f")), b.mul(fb, _c(cb))))])
+
+                def channel(ci):
+                    b = F.b
+                    wv = b.load(b.bitcast(b.gep(wbase, [b.mul(ci, wstep)]), vt.as_pointer()), align=4)
+                    for p in range(P):
+                        x = b.load(b.gep(ptrs[p], [ci]))
+                        xv = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I32, 0)),
+                                              ir.Constant(vt, ir.Undefined), lanes0)
+                        b.store(b.call(fma, [xv, wv, b.load(accs[p])]), accs[p])
+                F.loop(_c(0), count, channel, "ci")
+            if checked:
+                F.loop(_c(0), F.d("kw"), lambda kx: run(kx, c), "kx")
+            else:  # undilated: the window row's columns follow each other, one loop over them
+                with b.if_else(b.icmp_signed("==", F.d("dx"), _c(1))) as (dense, dilated):
+                    with dense:
+                        run(_c(0), F.b.mul(F.d("kw"), c))
+                    with dilated:
+                        F.loop(_c(0), F.d("kw"), lambda kx: run(kx, c), "kx")
+    F.loop(_c(0), F.d("kh"), window_row, "ky")
+    b = F.b
+    for p in range(P):
+        at = b.add(b.mul(b.add(ox0, _c(p)), F.d("f")), b.mul(fb, _c(cb)))
+        b.store(b.load(accs[p]), b.bitcast(b.gep(out_row, [at]), vt.as_pointer()), align=4)
+    b.ret_void()
+    return fn
+
+
+def _dfield(F: _Fn, name: str):
+    if name not in F._cache:
+        b = F.b
+        blk = b.block
+        b.position_at_start(F.fn.entry_basic_block)
+        F._cache[name] = b.load(b.gep(F.desc, [_c(DINDEX[name])]), name=name)
+        b.position_at_end(blk)
+    return F._cache[name]
+
+
+def _dconv_row(mod, cb: int, pmax: int) -> None:
+    """row(desc, src, wts, out_row, n, oy): output row (n, oy), ow x f floats, in blocks of
+    px pixels (the remainder in one block of ow % px), per block of cb features."""
+    blocks = {(P, ch): _dconv_block(mod, cb, P, ch) for P in range(1, pmax + 1) for ch in (False, True)}
+    f32p = ir.FloatType().as_pointer()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), P8, P8, P8, I64, I64]),
+                     f"axle_lowp_dconv_row_f32x{cb}")
+    desc, src, wts, out_row, n, oy = fn.args
+    F = _Fn(fn, desc)
+    F.d = lambda name: _dfield(F, name)
+    b = F.b
+    src, wts, out_row = (b.bitcast(v, f32p) for v in (src, wts, out_row))
+    px = F.d("px")
+
+    def call(width, checked, ox0, fb):
+        """The block of `width` (an i64) pixels: a switch over the compiled widths."""
+        b = F.b
+        done = b.append_basic_block("blk.done")
+        sw = b.switch(width, done)
+        for P in range(1, pmax + 1):
+            bb = b.append_basic_block(f"blk.{P}")
+            sw.add_case(_c(P), bb)
+            b.position_at_end(bb)
+            if checked is True:
+                b.call(blocks[(P, True)], [desc, src, wts, out_row, n, oy, ox0, fb])
+            else:
+                with b.if_else(checked) as (checked_, unchecked_):
+                    with checked_:
+                        b.call(blocks[(P, True)], [desc, src, wts, out_row, n, oy, ox0, fb])
+                    with unchecked_:
+                        b.call(blocks[(P, False)], [desc, src, wts, out_row, n, oy, ox0, fb])
+            b.branch(done)
+        b.position_at_end(done)
+
+    full = b.udiv(F.d("ow"), px)
+    rem = b.urem(F.d("ow"), px)
+
+    def features(fb):
+        def block(j):
+            b = F.b
+            ox0 = b.mul(j, px)
+            first = b.sub(b.mul(ox0, F.d("sx")), F.d("pl"))
+            last = b.add(first, b.add(b.mul(b.sub(px, _c(1)), F.d("sx")), b.mul(b.sub(F.d("kw"), _c(1)), F.d("dx"))))
+            inside = b.and_(b.icmp_signed(">=", first, _c(0)), b.icmp_signed("<", last, F.d("w")))
+            call(px, b.not_(inside), ox0, fb)  # (checked unless every window column is inside)
+        F.loop(_c(0), full, block, "j")
+        b = F.b
+        with b.if_then(b.icmp_signed(">", rem, _c(0))):
+            call(rem, True, F.b.mul(full, px), fb)
+    F.loop(_c(0), b.udiv(F.d("f"), _c(cb)), features, "fb")
+    F.b.ret_void()

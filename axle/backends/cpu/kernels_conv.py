@@ -37,11 +37,11 @@ def convolution(ctx: Context, op: Operation) -> None:
     if cb is not None:
         _conv_direct(ctx, op, cb)
         return
-    plan = _gemm_plan(op)
+    from axle.backends.cpu.kernels_conv_general import _library_enabled, emit_general_conv, general_plan
+    plan = None if _library_enabled() else _gemm_plan(op)  # (the library's routine does the same)
     if plan is not None:
         _conv_as_gemm(ctx, op, *plan)
         return
-    from axle.backends.cpu.kernels_conv_general import emit_general_conv, general_plan
     general = general_plan(op)
     if general is not None:  # other layouts, groups, lhs dilation, reversal: im2col + GEMM
         emit_general_conv(ctx, op, general)
@@ -374,6 +374,10 @@ class DirectConv:
 
     def row(self, n, oy, out_row) -> None:
         """Output row (n, oy) (i64 values) into out_row (f32*: ow x f floats)."""
+        from axle.backends.cpu.kernels_conv_general import _library_enabled
+        if _library_enabled():
+            self._library_row(n, oy, out_row)
+            return
         ctx, em, px = self.ctx, self.ctx.em, self.px
         if self.c <= LSR_CHANNELS:
             # with an image's few input channels the short window loops are most of the work,
@@ -403,6 +407,29 @@ class DirectConv:
             if self.ow % px:
                 self._pixels(n, oy, c64(full * px), self.ow % px, fb, accs, out_row)
         em.for_range_dynamic(c64(0), c64(self.f // self.cb), features)
+
+    def _library_row(self, n, oy, out_row) -> None:
+        """row() as a call of conv_runtime's routine (the same loops, sizes in a descriptor)."""
+        from axle.backends.cpu.conv_runtime import DFIELDS
+        from axle.backends.cpu.lowp_runtime import register
+        register()
+        ctx = self.ctx
+        mod, b = ctx.mod, ctx.b
+        vals = dict(h=self.h, w=self.w, c=self.c, kh=self.kh, kw=self.kw, f=self.f, ow=self.ow, sy=self.sy,
+                    sx=self.sx, dy=self.dy, dx=self.dx, pt=self.pt, pl=self.pl, packed=int(self.token is not None),
+                    window=self.window, px=self.px)
+        arr = ir.ArrayType(ir.IntType(64), len(DFIELDS))
+        g = ir.GlobalVariable(mod, arr, mod.get_unique_name("dconv.desc"))
+        g.global_constant, g.linkage = True, "private"
+        g.initializer = ir.Constant(arr, [int(vals[f]) for f in DFIELDS])
+        p8, i64 = ir.IntType(8).as_pointer(), ir.IntType(64)
+        name = f"axle_lowp_dconv_row_f32x{self.cb}"
+        fn = mod.globals.get(name) or ir.Function(
+            mod, ir.FunctionType(ir.VoidType(), [i64.as_pointer(), p8, p8, p8, i64, i64]), name)
+        lhs, rhs = self.op.operands
+        wts = ctx.resolve(self.packed_ref) if self.token is not None else ctx.buffer(rhs)
+        b.call(fn, [b.bitcast(g, i64.as_pointer()), b.bitcast(ctx.buffer(lhs), p8), b.bitcast(wts, p8),
+                    b.bitcast(out_row, p8), n, oy])
 
     def _pixels(self, n, oy, ox0, npx, fb, accs, out_row, checked=True):
         """Accumulate the block of npx pixels from ox0, features [fb cb, fb cb + cb), and
