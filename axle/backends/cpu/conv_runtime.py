@@ -61,6 +61,11 @@ assert len(INDEX) == len(FIELDS), "conv_runtime: two descriptor fields of one na
 TYPES = {"f32": ir.FloatType(), "f64": ir.DoubleType()}
 
 
+# functions whose copy loops must stay loops: LLVM would make a 64-float copy per window tap
+# a call of libc's memcpy (with its overhead per call), where the loop is inline vector moves
+NO_BUILTINS = tuple(f"axle_lowp_conv_tiles_{t}" for t in TYPES)
+
+
 def routine_names() -> list:
     return [f"axle_lowp_conv_{f}_{t}" for t in TYPES for f in ("tiles", "pack_w")] + dconv_names((8, 16))
 
@@ -117,6 +122,8 @@ def _tiles(mod, tname: str, panels) -> None:
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), P8, P8, P8, P8, P8, I64, I64, I64]),
                      f"axle_lowp_conv_tiles_{tname}")
     desc, src, w, out, scratch, gemm, lo, hi, tid = fn.args
+    for a in (src, w, scratch):  # the input and the weights are only read, the scratch is this call's
+        a.add_attribute("noalias")
     F = _Fn(fn, desc)
     b = F.b
     src, w, out = b.bitcast(src, ep), b.bitcast(w, ep), b.bitcast(out, ep)
@@ -193,16 +200,24 @@ def _tiles(mod, tname: str, panels) -> None:
                 copy_features(ok, s, dst)
 
     def copy_features(ok, s, dst):
+        """Branches, not selects, around plain loops: LLVM vectorizes (or calls memcpy /
+        memset for) the unit-stride ones; a select on the address would make a gather."""
         b = F.b
         unit = b.and_(b.icmp_signed("==", F.d("ksc"), _c(1)), b.icmp_signed("==", F.d("s_f"), _c(1)))
-        with b.if_else(unit) as (contiguous, strided):
-            for blk, sf, kc in ((contiguous, None, None), (strided, F.d("s_f"), F.d("ksc"))):
-                with blk:
-                    def elem(c, sf=sf, kc=kc):
-                        b = F.b
-                        x = b.load(at(s, b.select(ok, c if sf is None else b.mul(c, sf), _c(0))))
-                        b.store(b.select(ok, x, zero), at(dst, c if kc is None else b.mul(c, kc)))
-                    F.loop(_c(0), F.d("cin"), elem, "c")
+        with b.if_else(ok) as (inside, padding):
+            with inside:
+                with F.b.if_else(unit) as (contiguous, strided):
+                    with contiguous:
+                        F.loop(_c(0), F.d("cin"), lambda c: F.b.store(F.b.load(at(s, c)), at(dst, c)), "c")
+                    with strided:
+                        F.loop(_c(0), F.d("cin"), lambda c: F.b.store(F.b.load(at(s, F.b.mul(c, F.d("s_f")))),
+                                                                      at(dst, F.b.mul(c, F.d("ksc")))), "c")
+            with padding:
+                with F.b.if_else(b.icmp_signed("==", F.d("ksc"), _c(1))) as (contiguous, strided):
+                    with contiguous:
+                        F.loop(_c(0), F.d("cin"), lambda c: F.b.store(zero, at(dst, c)), "z")
+                    with strided:
+                        F.loop(_c(0), F.d("cin"), lambda c: F.b.store(zero, at(dst, F.b.mul(c, F.d("ksc")))), "z")
 
     NEG = _c(-(1 << 60))  # a tap offset outside the input (a sum of three stays negative)
 

@@ -609,37 +609,52 @@ def _emit_library(ctx, op: Operation, phases: list, w_offsets: list, L: dict) ->
     pack_fn = fn(f"axle_lowp_conv_pack_w_{tname}", [i64p, p8, p8])
     arr_t = ir.ArrayType(ir.IntType(64), len(FIELDS))
 
-    def desc_ptr(values):
+    def global_of(values):
         g = ir.GlobalVariable(mod, arr_t, mod.get_unique_name("conv.desc"))
         g.global_constant = True
         g.linkage = "private"
         g.initializer = ir.Constant(arr_t, values)
-        return ctx.b.bitcast(g, i64p)
+        return g
 
     def as8(v):
         return ctx.b.bitcast(v, p8)
-    if not L["in_place_w"]:
-        for ph, dv in zip(phases, descs):
-            if dv[FIELDS.index("kdim")] > 0:
-                ctx.b.call(pack_fn, [desc_ptr(dv), as8(ctx.buffer(rhs)), as8(ctx.resolve(L["wref"]))])
-    for ph, dv in zip(phases, descs):
-        rows, kdim, cg, tile = (dv[FIELDS.index(f)] for f in ("rows", "kdim", "cg", "tile"))
-        n_tiles = dv[FIELDS.index("n_tiles")]
-        if rows == 0:
+    F = {f: i for i, f in enumerate(FIELDS)}
+    # the phases' units one after the other: one pool call shares them all (a phase without
+    # rows has none)
+    parts, first = [], 0
+    for dv in descs:
+        if dv[F["rows"]] == 0:
             continue
+        units = dv[F["n_tiles"]] * (1 if ginner else L["groups"])
+        parts.append((global_of(dv), dv, first, units))
+        first += units
+    if not L["in_place_w"]:
+        for g, dv, _, _ in parts:
+            if dv[F["kdim"]] > 0:
+                ctx.b.call(pack_fn, [ctx.b.bitcast(g, i64p), as8(ctx.buffer(rhs)), as8(ctx.resolve(L["wref"]))])
+    total_units = first
+    work = sum(dv[F["rows"]] * max(dv[F["kdim"]], 1) * dv[F["cg"]] * L["groups"] // 8 for _, dv, _, _ in parts)
 
-        def tiles(lo, hi, tid, dv=dv):
+    def tiles(lo, hi, tid):
+        b = ctx.b
+        gptr = ir.Constant(p8, None)
+        if gemm == 0 and any(dv[F["kdim"]] > 0 for _, dv, _, _ in parts):
+            gptr = b.bitcast(blas._gemm_function(ctx, L["p"]), p8)
+            if "axle_blas_set_num_threads_local" in blas.EXTERNAL_SYMBOLS:  # one thread per call
+                setter = mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
+                    mod, ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "axle_blas_set_num_threads_local")
+                b.call(setter, [ir.Constant(ir.IntType(32), 1)])
+        c64 = em.const_i64
+        for g, dv, start, units in parts:  # this phase's units of [lo, hi)
             b = ctx.b
-            gptr = ir.Constant(p8, None)
-            if gemm == 0 and kdim > 0:
-                gptr = b.bitcast(blas._gemm_function(ctx, L["p"]), p8)
-                if "axle_blas_set_num_threads_local" in blas.EXTERNAL_SYMBOLS:  # one thread per call
-                    setter = mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
-                        mod, ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "axle_blas_set_num_threads_local")
-                    b.call(setter, [ir.Constant(ir.IntType(32), 1)])
-            b.call(tiles_fn, [desc_ptr(dv), as8(ctx.buffer(lhs)), as8(L["weights"]()), as8(ctx.buffer(res)),
-                              as8(ctx.resolve(scratch)), gptr, lo, hi, tid])
-        split_ranges(ctx, n_tiles * (1 if ginner else L["groups"]), rows * max(kdim, 1) * cg * L["groups"] // 8, tiles,
-                     max_threads=slots)
+            plo = b.sub(lo, c64(start))
+            plo = b.select(b.icmp_signed("<", plo, c64(0)), c64(0), plo)
+            phi = b.sub(hi, c64(start))
+            phi = b.select(b.icmp_signed(">", phi, c64(units)), c64(units), phi)
+            with b.if_then(b.icmp_signed("<", plo, phi)):
+                ctx.b.call(tiles_fn, [ctx.b.bitcast(g, i64p), as8(ctx.buffer(lhs)), as8(L["weights"]()),
+                                      as8(ctx.buffer(res)), as8(ctx.resolve(scratch)), gptr, plo, phi, tid])
+    if total_units:
+        split_ranges(ctx, total_units, work, tiles, max_threads=slots)
     ctx.release(token)
     ctx.mark_library("lowp.f32" if gemm else f"blas.{L['p']}gemm")
