@@ -468,8 +468,7 @@ def build(mod, panels_f32) -> None:
 def dconv_widths() -> dict:
     """{cb: the widest register block} of the direct rows, as kernels_conv.DirectConv picks
     them on this host."""
-    from axle.backends.cpu.kernels_conv import ACCUMULATORS, _vector_floats
-    return {cb: max(1, ACCUMULATORS * _vector_floats() // cb) for cb in (8, 16)}
+    return {cb: max(1, ACCUMULATORS * vector_floats() // cb) for cb in (8, 16)}
 
 
 # ----------------------------------------------------------------- direct convolution rows
@@ -478,6 +477,21 @@ def dconv_widths() -> dict:
 # with the sizes in a descriptor. One block function per register-block width P (the
 # accumulators must be known to the code generator), checked (window columns may fall in
 # padding) and unchecked; the row routine picks them at run time.
+DIRECT_MAX_WINDOW = 512  # the direct kernel takes windows of up to this many height x width x features
+# vector registers of output kept per register block: with 8 (AVX2), the multiply-adds of
+# a block waited on each other (4 cycles of latency, 2 per cycle: at least 8 in flight) and
+# the 3x3x32->64 convolution of the CNN ran at 35-80 GFLOP/s on one core; with 12 at 91-93
+# (BLAS on patches: 64)
+ACCUMULATORS = 12
+
+
+def vector_floats() -> int:
+    """f32 lanes of the host's vector registers as LLVM uses them here (llvm_env: 512-bit
+    vectors on AVX-512 hosts)."""
+    from axle.backends.cpu.llvm_env import host_cpu
+    return 16 if "+avx512f" in host_cpu()[1] else 8
+
+
 DFIELDS = ["h", "w", "c", "kh", "kw", "f", "ow", "sy", "sx", "dy", "dx", "pt", "pl", "packed", "window", "px"]
 DINDEX = {f: i for i, f in enumerate(DFIELDS)}
 
@@ -507,7 +521,6 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
     c = F.d("c")
     zeros = None
     if checked:  # DIRECT_MAX_WINDOW zeros: a padding pixel's features (c <= the window)
-        from axle.backends.cpu.kernels_conv import DIRECT_MAX_WINDOW
         zt = ir.ArrayType(f32, DIRECT_MAX_WINDOW)
         zg = mod.globals.get("axle_lowp_dconv_zeros")
         if zg is None:

@@ -18,6 +18,9 @@ from axle.codegen.scalar import I1
 from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
+# the window limit, register-block size and vector width live with the library's rows
+# (conv_runtime.py), which are built for them
+from axle.backends.cpu.conv_runtime import ACCUMULATORS, DIRECT_MAX_WINDOW, vector_floats as _vector_floats
 from axle.backends.cpu.llvm_env import want_strength_reduction
 from axle.backends.cpu.registry import ROW_PRODUCERS, kernel
 from axle.backends.cpu.kernels_conv_general import conv_window
@@ -248,21 +251,6 @@ def _conv_as_gemm(ctx: Context, op: Operation, p: str, nsp: int, rows: int, kdim
 
 # ----------------------------------------------------------------- direct 2-D convolution
 DIRECT = True  # plain f32 2-D convolutions with few input features per window run direct
-DIRECT_MAX_WINDOW = 512  # ...up to this many kernel-height x kernel-width x input features
-# vector registers of output kept per register block: with 8 (AVX2), the multiply-adds of
-# a block waited on each other (4 cycles of latency, 2 per cycle: at least 8 in flight) and
-# the 3x3x32->64 convolution of the CNN ran at 35-80 GFLOP/s on one core; with 12 at 91-93
-# (BLAS on patches: 64)
-ACCUMULATORS = 12
-
-
-def _vector_floats() -> int:
-    """f32 lanes of the host's vector registers as LLVM uses them here (llvm_env: 512-bit
-    vectors on AVX-512 hosts)."""
-    from axle.backends.cpu.llvm_env import host_cpu
-    return 16 if "+avx512f" in host_cpu()[1] else 8
-
-
 def _direct_plan(op: Operation):
     """The output-feature block width (elements of one vector) when op runs as a direct
     convolution: f32, 2-D, the layout of _nhwc_hwio, a window of at most DIRECT_MAX_WINDOW
