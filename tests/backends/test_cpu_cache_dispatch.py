@@ -133,7 +133,10 @@ def test_fast_and_checking_paths_agree():
 
 @pytest.mark.parametrize("dtype,et", [(np.float32, "f32"), (np.float64, "f64"), (np.complex64, "complex<f32>")])
 @pytest.mark.parametrize("batch", [False, True])
-def test_blas_dot_matches_numpy(dtype, et, batch):
+def test_blas_dot_matches_numpy(dtype, et, batch, monkeypatch):
+    # BLAS itself (few-row f32 dots take axle's kernel where the host has one:
+    # test_cpu_dot_lowp.py)
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_lowp_dot=false")
     m, k, n = 33, 65, 17
     b = "5x" if batch else ""
     bd = "batching_dims = [0] x [0], " if batch else ""
@@ -159,9 +162,11 @@ def test_blas_dot_matches_numpy(dtype, et, batch):
 @pytest.mark.parametrize("rhs_t", [False, True])
 @pytest.mark.parametrize("batch", [False, True])
 @pytest.mark.parametrize("out_t", [False, True])
-def test_transposed_operands_fold_into_blas(lhs_t, rhs_t, batch, out_t):
+def test_transposed_operands_fold_into_blas(lhs_t, rhs_t, batch, out_t, monkeypatch):
     """transpose-fold + BLAS 'T' flags: dots of transposed operands (and transposed results)
-    run without transpose kernels and give numpy's results."""
+    run without transpose kernels and give numpy's results (BLAS itself: axle's own kernels
+    read transposed operands in place too, test_cpu_dot_lowp.py)."""
+    monkeypatch.setenv("AXLE_FLAGS", "--cpu_lowp_dot=false")
     m, k, n, bsz = 21, 34, 13, 3
     pre = [bsz] if batch else []
     ls = pre + ([k, m] if lhs_t else [m, k])

@@ -143,7 +143,7 @@ def test_bf16_batched_transposed(mode):
 
 
 @pytest.mark.parametrize("m,n,k,batch", [(8, 32, 1, 1), (9, 33, 7, 1), (32, 512, 512, 1), (64, 100, 1030, 1),
-                                         (13, 70, 300, 3)])
+                                         (13, 70, 300, 3), (8, 16, 600, 1), (40, 1024, 1030, 2)])
 def test_skinny_f32_matmul(mode, m, n, k, batch):
     """f32 dots of 8-64 rows with a row-major rhs: the FMA kernel reading the rhs unpacked
     (partial panels and K longer than a block packed), against numpy in f64."""
@@ -160,8 +160,11 @@ def test_skinny_f32_matmul(mode, m, n, k, batch):
     scale = 2 * np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
     assert np.all(np.abs(got - want) <= 4e-6 * scale + 1e-30)
     np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(a, b)), rtol=1e-4, atol=1e-4)
-    native = mode == "native" and "f32" in supported_kinds() and m * n * k >= 4096
-    assert ("lowp.f32" in _libraries(exe)) == native
+    kinds = supported_kinds()  # AVX-512: 32 columns and more; AVX2: below 64 rows, 16 columns and more
+    kind = ("f32" if "f32" in kinds and n >= 32 else
+            "f32_avx2" if "f32_avx2" in kinds and m < 64 and n >= 16 else None)
+    native = mode == "native" and kind is not None and m * n * k >= 4096
+    assert (f"lowp.{kind}" in _libraries(exe)) == native
 
 
 def test_f32_outside_the_kernel_goes_to_blas():

@@ -13,7 +13,9 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 * f32 x f32 -> f32 with at least 8 rows and 32 columns on AVX-512 hosts, at the top level
   and in loop bodies: FMA on an 8 x 32 register tile, faster here than SciPy's OpenBLAS
   with either its Haswell or its SkylakeX kernels (docs/gemm-f32.md). The im2col
-  convolutions call it per tile too (`call_f32_gemm`).
+  convolutions call it per tile too (`call_f32_gemm`). On AVX2 hosts, f32 dots of 8-63
+  rows and at least 16 columns with a row-major rhs (RNN steps, decode steps): FMA on a
+  6 x 16 tile, where OpenBLAS would pack the whole rhs on every call.
 
 Any dimension numbers whose contracting and free dimensions each form one strided run of
 the operand (every layout dot-canonicalize, transpose-fold and dot_views leave, including
@@ -48,12 +50,17 @@ MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheap
 UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
 MR_F32 = 8  # f32 dots with at least one register tile of rows (fewer: the decode kernel's)...
 NR_F32 = 32  # ...and at least one panel of columns (fewer: most of the tile is wasted work)
+NR_AVX2 = 16  # (the AVX2 f32 kernel's panel)
 
 
 def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     """(kind, flip) for operand / result element types the kernels take."""
     if lt == rt == ot == "f32":
-        return ("f32", 0) if MR_F32 <= m else None
+        from axle.backends.cpu.lowp_runtime import DIRECT_M, supported_kinds
+        if "f32" in supported_kinds():
+            return ("f32", 0) if MR_F32 <= m else None
+        # AVX2: only few rows, whose row-major rhs the kernel reads in place (lowp_plan)
+        return ("f32_avx2", 0) if MR_F32 <= m < DIRECT_M else None
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
         from axle.backends.cpu.lowp_runtime import supported_kinds
         return "vnni" if "vnni" in supported_kinds() else "pmaddwd", 1 if lt == "i8" else 0
@@ -100,6 +107,8 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
     if any(s is None for s in strides):
         return None
     if kind[0] == "f32" and n < NR_F32:
+        return None
+    if kind[0] == "f32_avx2" and (n < NR_AVX2 or strides[5] != 1):
         return None
     return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides,
                 batch_dims=_batch_dims(lt, rt, d.lb, d.rb))
@@ -159,7 +168,7 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     a_bytes = mpad * kg * 4
     token = object()
     # f32: the lhs is read in place through its strides ([M, K] or [K, M]); others packed
-    unpacked_lhs = kind == "f32" and (sa_k == 1 or sa_m == 1)
+    unpacked_lhs = kind in ("f32", "f32_avx2") and (sa_k == 1 or sa_m == 1)
     ap_ref = None if unpacked_lhs else ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
     pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
     panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8] + [I64] * 11)
