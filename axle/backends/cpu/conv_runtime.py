@@ -134,6 +134,7 @@ def _tiles(mod, tname: str, panels) -> None:
     toff = b.bitcast(b.gep(slot, [F.d("off_toff")]), I64.as_pointer())
     tapo = b.bitcast(b.gep(slot, [F.d("off_taps")]), I64.as_pointer())
     idx = [b.alloca(I64) for _ in range(ROW_DIMS)]
+    last = [[b.alloca(I64) for _ in range(2 if i == 0 else 1)] for i in range(3)]  # tap_offsets' keys
     zero = ir.Constant(et, 0)
 
     def at(ptr, off):
@@ -221,11 +222,14 @@ def _tiles(mod, tname: str, panels) -> None:
 
     NEG = _c(-(1 << 60))  # a tap offset outside the input (a sum of three stays negative)
 
-    def tap_offsets(ri, stride, at_ri):
+    def tap_offsets(ri, stride, at_ri, last=None):
         """Per spatial dimension i and tap j of tile row ri, into taps[(B_i + j) stride +
         at_ri] (B_i: the taps of the dimensions before i): the input offset of that part of
         the position (dimension 0's with the row's batch offset), or NEG where it falls
-        outside the input. A tap's offset is then the sum of its three parts."""
+        outside the input. A tap's offset is then the sum of its three parts. `last`: the
+        keys (first position, and the batch offset for dimension 0) the entries were made
+        for, per dimension: a dimension whose key did not change since the previous row is
+        left as it is (the rows of a tile step through the innermost dimension)."""
         b = F.b
         base = at(info, b.mul(ri, _c(INFO)))
         first = _c(0)
@@ -238,7 +242,18 @@ def _tiles(mod, tname: str, panels) -> None:
                 if i == 0:
                     off = b.add(off, b.load(base))
                 b.store(b.select(ok, off, NEG), at(tapo, b.add(b.mul(b.add(first, j), stride), at_ri)))
-            F.loop(_c(0), F.d(f"taps_{i}"), one, f"o{i}")
+            if last is None:
+                F.loop(_c(0), F.d(f"taps_{i}"), one, f"o{i}")
+            else:
+                b = F.b
+                keys = [b.load(at(base, _c(1 + i)))] + ([b.load(base)] if i == 0 else [])
+                changed = ir.Constant(I1, 0)
+                for key, slot in zip(keys, last[i]):
+                    changed = b.or_(changed, b.icmp_signed("!=", key, b.load(slot)))
+                with b.if_then(changed):
+                    F.loop(_c(0), F.d(f"taps_{i}"), one, f"o{i}")
+                    for key, slot in zip(keys, last[i]):
+                        F.b.store(key, slot)
             first = F.b.add(first, F.d(f"taps_{i}"))
 
     def taps(body, parts=()):
@@ -304,8 +319,12 @@ def _tiles(mod, tname: str, panels) -> None:
                     F.loop(_c(0), F.d("cin"), feat, "tc")
                 taps(tcol)
             with rm:  # [T, K]: for each row, its tap parts, then its window
+                for slots in last:  # (nothing made yet in this tile)
+                    for slot in slots:
+                        F.b.store(NEG, slot)
+
                 def row(ri):
-                    tap_offsets(ri, _c(1), _c(0))
+                    tap_offsets(ri, _c(1), _c(0), last)
 
                     row_dst = at(patches, F.b.mul(ri, F.d("ldp")))
 
