@@ -74,6 +74,16 @@ def _strides(shape) -> list[int]:
     return out[::-1]
 
 
+
+def entry_alloca(b: ir.IRBuilder, t: ir.Type):
+    """A stack slot in the entry block of b's function (where mem2reg can promote it; an
+    alloca inside a loop would grow the stack every iteration); b stays where it was."""
+    here = b.block
+    b.position_at_start(b.function.entry_basic_block)
+    slot = b.alloca(t)
+    b.position_at_end(here)
+    return slot
+
 class Emitter:
     def __init__(self, module: ir.Module, builder: ir.IRBuilder, buffers: dict, target: Target):
         self.module = module
@@ -187,12 +197,7 @@ class Emitter:
     def alloca(self, t: ir.Type):
         """A stack slot in the function's entry block (where mem2reg can promote it; an
         alloca inside a loop would grow the stack every iteration)."""
-        b = self.b
-        here = b.block
-        b.position_at_start(b.function.entry_basic_block)
-        slot = b.alloca(t)
-        b.position_at_end(here)
-        return slot
+        return entry_alloca(self.b, t)
 
     # -- loops
     def loop_nest(self, shape, body: Callable[[list], None], copy_nests: bool = False) -> None:

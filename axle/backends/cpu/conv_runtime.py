@@ -77,10 +77,11 @@ def _c(v):
 class _Fn:
     """A function being built: a builder, descriptor loads, loops."""
 
-    def __init__(self, fn, desc):
+    def __init__(self, fn, desc, index=None):
         self.fn = fn
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.desc = desc
+        self.index = INDEX if index is None else index
         self._cache: dict = {}
 
     def d(self, name):
@@ -89,7 +90,7 @@ class _Fn:
             b = self.b
             blk = b.block
             b.position_at_start(self.fn.entry_basic_block)
-            v = b.load(b.gep(self.desc, [_c(INDEX[name])]), name=name)
+            v = b.load(b.gep(self.desc, [_c(self.index[name])]), name=name)
             self._cache[name] = v
             b.position_at_end(blk)
         return self._cache[name]
@@ -429,12 +430,8 @@ def _tiles(mod, tname: str, panels) -> None:
 
 
 def _entry_alloca(F: _Fn, t):
-    b = F.b
-    blk = b.block
-    b.position_at_start(F.fn.entry_basic_block)
-    s = b.alloca(t)
-    b.position_at_end(blk)
-    return s
+    from axle.codegen.emitter import entry_alloca
+    return entry_alloca(F.b, t)
 
 
 def _pack_w(mod, tname: str) -> None:
@@ -527,8 +524,7 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
                      f"axle_lowp_dconv_blk{cb}_{P}{'c' if checked else 'u'}")
     fn.linkage = "internal"
     desc, src, wts, out_row, n, oy, ox0, fb = fn.args
-    F = _Fn(fn, desc)
-    F.d = lambda name: _dfield(F, name)
+    F = _Fn(fn, desc, DINDEX)
     b = F.b
     accs = [_entry_alloca(F, vt) for _ in range(P)]
     for a in accs:
@@ -607,16 +603,6 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
     return fn
 
 
-def _dfield(F: _Fn, name: str):
-    if name not in F._cache:
-        b = F.b
-        blk = b.block
-        b.position_at_start(F.fn.entry_basic_block)
-        F._cache[name] = b.load(b.gep(F.desc, [_c(DINDEX[name])]), name=name)
-        b.position_at_end(blk)
-    return F._cache[name]
-
-
 def _dconv_row(mod, cb: int, pmax: int) -> None:
     """row(desc, src, wts, out_row, n, oy): output row (n, oy), ow x f floats, in blocks of
     px pixels (the remainder in one block of ow % px), per block of cb features."""
@@ -625,8 +611,7 @@ def _dconv_row(mod, cb: int, pmax: int) -> None:
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), P8, P8, P8, I64, I64]),
                      f"axle_lowp_dconv_row_f32x{cb}")
     desc, src, wts, out_row, n, oy = fn.args
-    F = _Fn(fn, desc)
-    F.d = lambda name: _dfield(F, name)
+    F = _Fn(fn, desc, DINDEX)
     b = F.b
     src, wts, out_row = (b.bitcast(v, f32p) for v in (src, wts, out_row))
     px = F.d("px")
