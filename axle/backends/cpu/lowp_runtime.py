@@ -12,19 +12,27 @@ Kinds picked by the host's features (llvmlite's get_host_cpu_features); "f32" is
   Lake): `vpmaddwd` on 8 i32 lanes, each the sum of two i16 x i16 products. Both operands
   are widened to i16 while packing (the lhs sign- or zero-extended, so uint8 needs no
   correction); a pair's sum (at most 2 x 255 x 128) is exact in i32. Its register tile is
-  6 x 16 (GEOMETRY), the others' 8 x 32.
+  6 x 16 (GEOMETRY), the AVX-512 kinds' 8 x 32.
+* "bf16_fma", "f16_fma": bf16 / f16 x the same -> f32 on AVX2 hosts: the operands widened
+  to f32 while packing (exact; f16 by F16C), 8-lane fma on a 6 x 16 tile.
+* "f32_avx2": f32 dots of few rows on AVX2 hosts (kernels_dot_lowp.py picks them), the
+  lhs read in place, a row-major rhs read in place by a single row tile (DIRECT_M_AVX2).
 
 All work on groups of G (4, 2 or 1) consecutive k: the lhs is packed into rows of i32 words
-(`pack_a`, one word = one group, broadcast to every lane), the rhs into panels of 32 columns
+(`pack_a`, one word = one group, broadcast to every lane), the rhs into panels of NR columns
 x a block of KB groups (two vectors per group, made in `panels` on the caller's stack by
 interleaving G rows with shuffles when the rhs is row-major, or by loading one word per
-column when it is stored transposed). The micro-kernel keeps an 8 x 32 tile of C in 16
-vector registers. K longer than one block accumulates into C. Padding (k beyond K, columns
+column when it is stored transposed). The micro-kernel keeps an MR x NR tile of C in
+vector registers (16 of the 32 zmm; 12 of the 16 ymm). K longer than one block accumulates into C. Padding (k beyond K, columns
 beyond N, rows beyond M) is zero in the packed rhs and never stored.
 
 The generated code (kernels_dot_lowp.py) calls `axle_lowp_<kind>_pack_a` once per batch and
 `axle_lowp_<kind>_panels` for ranges of panels claimed by the pool's threads. Addresses are
 bound by the JIT like BLAS's (llvm_env.EXTERNAL_SYMBOLS), so object code stays cacheable.
+
+The same object holds the convolution routines (conv_runtime.py; the pseudo-kind "conv" of
+`_kinds`): one build per machine (3-4 s on a Zen 3, most of it the direct rows' register
+blocks), then loaded from the disk cache.
 """
 from __future__ import annotations
 
