@@ -129,3 +129,47 @@ def test_header_layout_is_documented():
     (n,) = struct.unpack_from("<I", blob, len(MAGIC))
     header = json.loads(blob[len(MAGIC) + 4: len(MAGIC) + 4 + n])
     assert header["payload_size"] == 7 and blob[len(MAGIC) + 4 + n: -32] == b"payload"
+
+
+def test_artifact_carries_the_runtime_routines(tmp_path):
+    """A program calling axle's runtime routines (a transposed convolution through the
+    convolution library, an int8 dot through the host's low-precision kernel when it has
+    one) is saved with their object code and runs in a fresh process without LLVM."""
+    text = """func.func @main(%x: tensor<2x6x6x4xf32>, %w: tensor<3x3x4x5xf32>, %a: tensor<16x64xi8>, %b: tensor<64x32xi8>) -> (tensor<2x12x12x5xf32>, tensor<16x32xi32>) {
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+       window = {stride = [1, 1], pad = [[1, 2], [1, 2]], lhs_dilate = [2, 2], rhs_dilate = [1, 1]}
+       {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<2x6x6x4xf32>, tensor<3x3x4x5xf32>) -> tensor<2x12x12x5xf32>
+  %1 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<16x64xi8>, tensor<64x32xi8>) -> tensor<16x32xi32>
+  return %0, %1 : tensor<2x12x12x5xf32>, tensor<16x32xi32>
+}"""
+    exe = axle.compile(text)
+    assert "axle_lowp_conv_tiles_f32" in exe.program.llvm_ir
+    r = np.random.default_rng(3)
+    args = [r.standard_normal((2, 6, 6, 4)).astype(np.float32), r.standard_normal((3, 3, 4, 5)).astype(np.float32),
+            r.integers(-128, 128, (16, 64)).astype(np.int8), r.integers(-128, 128, (64, 32)).astype(np.int8)]
+    want = exe(*args)
+    np.testing.assert_allclose(want[0], axle.interpret(text, *args)[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(want[1], args[2].astype(np.int64) @ args[3].astype(np.int64))
+    path = str(tmp_path / "conv.axle")
+    axle.save(exe, path)
+    np.savez(tmp_path / "in.npz", *args)
+    np.savez(tmp_path / "want.npz", *want)
+    script = f"""
+import numpy as np
+import axle.backends.cpu.llvm_env as llvm_env
+def no_llvm(*a, **k):
+    raise AssertionError("LLVM compiled something while loading an artifact")
+llvm_env.compile_to_object = no_llvm
+import axle
+exe = axle.load({path!r})
+data = np.load({str(tmp_path / 'in.npz')!r})
+got = exe(*[data[f'arr_{{i}}'] for i in range(4)])
+want = np.load({str(tmp_path / 'want.npz')!r})
+np.testing.assert_array_equal(got[0], want['arr_0'])
+np.testing.assert_array_equal(got[1], want['arr_1'])
+print("ok")
+"""
+    env = dict(os.environ, AXLE_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ok")
