@@ -1,6 +1,10 @@
 """Convolutions through the library routines (conv_runtime.py): one compiled routine with
 run-time shapes gives the same bits as the loops generated per convolution
 (--cpu_conv_library=false) in every form, and the program carries calls, not the loops."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -159,3 +163,38 @@ def test_pooled_convolution_rows_through_the_library(monkeypatch):
     got = np.asarray(lib(x, w, bias))
     np.testing.assert_array_equal(got, np.asarray(gen(x, w, bias)))
     np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(x, w, bias)), rtol=1e-4, atol=1e-4)
+
+
+def test_avx512_gemm_branch_of_the_library():
+    """The tiles routine's own-GEMM branch (axle's f32 kernel, taken on AVX-512 hosts) run on
+    any x86 host: a fresh process whose runtime is built with the "f32" kind forced in
+    (LLVM legalizes its 16-lane vectors to the host's), against jax.jit."""
+    script = '''
+import numpy as np, jax
+from axle.backends.cpu import lowp_runtime as L
+real = L.supported_kinds()
+L.supported_kinds = lambda: frozenset((set(real) - {"f32_avx2"}) | {"f32"})
+import axle
+r = np.random.default_rng(0)
+NHWC = ("NHWC", "HWIO", "NHWC")
+x = r.standard_normal((2, 10, 10, 8)).astype(np.float32)
+cases = [
+    (lambda a, b: jax.lax.conv_transpose(a, b, (2, 2), "SAME", dimension_numbers=NHWC),
+     x, r.standard_normal((3, 3, 8, 40)).astype(np.float32)),
+    (lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), "SAME", dimension_numbers=NHWC, feature_group_count=2),
+     x, r.standard_normal((3, 3, 4, 64)).astype(np.float32)),
+    (jax.grad(lambda a, b: (jax.lax.conv_general_dilated(a, b, (1, 1), "SAME", dimension_numbers=NHWC) ** 2).sum(),
+              argnums=1), x, r.standard_normal((3, 3, 8, 32)).astype(np.float32)),
+]
+for fn, a, b in cases:
+    exe = axle.compile(jax.jit(fn).lower(a, b).as_text(), backend="cpu")
+    assert "axle_lowp_conv_tiles_f32" in exe.program.llvm_ir
+    assert {k.library for k in exe.program.kernels if k.library} == {"lowp.f32"}
+    want = np.asarray(jax.jit(fn)(a, b))
+    np.testing.assert_allclose(np.asarray(exe(a, b)), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+print("ok")
+'''
+    env = dict(os.environ, AXLE_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().endswith("ok")
