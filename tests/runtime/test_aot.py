@@ -39,6 +39,19 @@ def test_new_process_runs_the_artifact_without_llvm(gpt2_artifact, tmp_path):
     args = _args(exe)
     np.savez(tmp_path / "in.npz", *args)
     np.save(tmp_path / "want.npy", exe(*args))
+    _run_without_llvm(f"""
+exe = axle.load({gpt2_artifact!r})
+data = np.load({str(tmp_path / 'in.npz')!r})
+got = exe(*[data[f'arr_{{i}}'] for i in range(len(data.files))])
+np.testing.assert_allclose(got, np.load({str(tmp_path / 'want.npy')!r}), rtol=1e-5, atol=1e-5)
+assert axle.metrics()["native_compiles"] == 0 and axle.metrics()["aot_loads"] == 1
+print("ok", exe.load_seconds)
+""")
+
+
+def _run_without_llvm(body: str) -> None:
+    """Run body in a fresh process (no disk cache) where compiling anything with LLVM fails;
+    it must print "ok"."""
     script = f"""
 import numpy as np
 import axle.backends.cpu.llvm_env as llvm_env
@@ -46,13 +59,7 @@ def no_llvm(*a, **k):
     raise AssertionError("LLVM compiled something while loading an artifact")
 llvm_env.compile_to_object = no_llvm
 import axle
-exe = axle.load({gpt2_artifact!r})
-data = np.load({str(tmp_path / 'in.npz')!r})
-got = exe(*[data[f'arr_{{i}}'] for i in range(len(data.files))])
-np.testing.assert_allclose(got, np.load({str(tmp_path / 'want.npy')!r}), rtol=1e-5, atol=1e-5)
-assert axle.metrics()["native_compiles"] == 0 and axle.metrics()["aot_loads"] == 1
-print("ok", exe.load_seconds)
-"""
+{body}"""
     env = dict(os.environ, AXLE_CACHE_DIR="off")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
@@ -154,13 +161,7 @@ def test_artifact_carries_the_runtime_routines(tmp_path):
     axle.save(exe, path)
     np.savez(tmp_path / "in.npz", *args)
     np.savez(tmp_path / "want.npz", *want)
-    script = f"""
-import numpy as np
-import axle.backends.cpu.llvm_env as llvm_env
-def no_llvm(*a, **k):
-    raise AssertionError("LLVM compiled something while loading an artifact")
-llvm_env.compile_to_object = no_llvm
-import axle
+    _run_without_llvm(f"""
 exe = axle.load({path!r})
 data = np.load({str(tmp_path / 'in.npz')!r})
 got = exe(*[data[f'arr_{{i}}'] for i in range(4)])
@@ -168,8 +169,4 @@ want = np.load({str(tmp_path / 'want.npz')!r})
 np.testing.assert_array_equal(got[0], want['arr_0'])
 np.testing.assert_array_equal(got[1], want['arr_1'])
 print("ok")
-"""
-    env = dict(os.environ, AXLE_CACHE_DIR="off")
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("ok")
+""")
