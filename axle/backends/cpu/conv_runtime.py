@@ -532,7 +532,6 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
     name = f"llvm.fmuladd.v{cb}f32"
     fma = mod.globals.get(name) or ir.Function(mod, ir.FunctionType(vt, [vt, vt, vt]), name)
     lanes0 = ir.Constant(ir.VectorType(I32, cb), [0] * cb)
-    zero = ir.Constant(f32, 0.0)
     c = F.d("c")
     zeros = None
     if checked:  # DIRECT_MAX_WINDOW zeros: a padding pixel's features (c <= the window)

@@ -564,7 +564,6 @@ def _emit_library(ctx, op: Operation, phases: list, w_offsets: list, L: dict) ->
     from axle.ir.types import element_type
     register()  # the routines' addresses, for linking this module
     em = ctx.em
-    c64 = em.const_i64
     lhs, rhs = op.operands
     res = op.results[0]
     et = _ty(res).element_type
