@@ -87,7 +87,7 @@ def deserialize(header: dict, payload: bytes) -> "LoadedCpuExecutable":
         raise ArtifactError(f"artifact payload has {len(payload)} bytes, its header says {n_obj + n_lowp + n_pool}")
     if n_lowp:  # the GEMM kernels link without LLVM compiling them
         from axle.backends.cpu import lowp_runtime
-        if "done" not in lowp_runtime._STATE:
+        if not lowp_runtime._STATE:
             lowp_runtime.PRELOADED.update(object=payload[n_obj:n_obj + n_lowp],
                                           kinds=list(header.get("lowp_kinds", [])))
     if header.get("parallel") and not parallel.enabled():

@@ -400,7 +400,7 @@ class DirectConv:
         """row() as a call of conv_runtime's routine (the same loops, sizes in a descriptor)."""
         from axle.backends.cpu.conv_runtime import DFIELDS
         from axle.backends.cpu.lowp_runtime import register
-        register()
+        register("conv")
         ctx = self.ctx
         mod, b = ctx.mod, ctx.b
         vals = dict(h=self.h, w=self.w, c=self.c, kh=self.kh, kw=self.kw, f=self.f, ow=self.ow, sy=self.sy,

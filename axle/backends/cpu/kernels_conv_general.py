@@ -562,7 +562,7 @@ def _emit_library(ctx, op: Operation, phases: list, w_offsets: list, L: dict) ->
     from axle.backends.cpu.lowp_runtime import register
     from axle.backends.cpu.parallel import max_threads, split_ranges
     from axle.ir.types import element_type
-    register()  # the routines' addresses, for linking this module
+    register("conv")  # the routines' addresses, for linking this module
     em = ctx.em
     lhs, rhs = op.operands
     res = op.results[0]

@@ -154,7 +154,7 @@ def _fn(ctx, name: str, args: list):
 def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     from axle.backends.cpu.lowp_runtime import GEOMETRY, KINDS, register
     from axle.backends.cpu.parallel import split_ranges
-    register()  # the kernels' addresses, for linking this module
+    register("gemm")  # the kernels' addresses, for linking this module
     em = ctx.em
     kind, flip = plan["kind"], plan["flip"]
     batch, m, n, k = plan["batch"], plan["m"], plan["n"], plan["k"]
@@ -233,7 +233,7 @@ def call_f32_gemm(ctx, m_count, n: int, k: int, lhs, lda: int, rhs, sb_k: int, s
     i < m_count (an i64 value) and j < n (lda or ldk 1), in the calling thread (one call
     of the kernel over all panels and row tiles)."""
     from axle.backends.cpu.lowp_runtime import NR, register
-    register()
+    register("gemm")
     em = ctx.em
     c64 = em.const_i64
     panels = _fn(ctx, "axle_lowp_f32_panels", [P8, P8, I64, I64, P8] + [I64] * 11)

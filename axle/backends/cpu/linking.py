@@ -17,9 +17,10 @@ def register_runtime_symbols(obj: bytes) -> None:
     """Put the addresses of the routines `obj` may call into llvm_env.EXTERNAL_SYMBOLS."""
     blas.available()  # the BLAS routines (code from the disk cache may call them)
     parallel.available()  # the thread pool's entry point (axle_pool_run)
-    if b"axle_lowp_" in obj:  # int8 / bf16 GEMM kernels (lowp_runtime.py)
+    if b"axle_lowp_" in obj:  # axle's GEMM kernels and convolution routines (lowp_runtime.py)
         from axle.backends.cpu.lowp_runtime import register
-        register()
+        conv = b"axle_lowp_conv_" in obj or b"axle_lowp_dconv_" in obj
+        register("conv" if conv else "gemm")  # ("conv" links the GEMM group too)
     if b"axle_lapack_" in obj:  # LAPACK routines (kernels_lapack.py)
         from axle.backends.cpu.lapack_symbols import register_symbols  # (imports scipy's LAPACK: lazily)
         register_symbols()

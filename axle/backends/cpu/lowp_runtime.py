@@ -30,9 +30,11 @@ The generated code (kernels_dot_lowp.py) calls `axle_lowp_<kind>_pack_a` once pe
 `axle_lowp_<kind>_panels` for ranges of panels claimed by the pool's threads. Addresses are
 bound by the JIT like BLAS's (llvm_env.EXTERNAL_SYMBOLS), so object code stays cacheable.
 
-The same object holds the convolution routines (conv_runtime.py; the pseudo-kind "conv" of
-`_kinds`): one build per machine (3-4 s on a Zen 3, most of it the direct rows' register
-blocks), then loaded from the disk cache.
+The convolution routines (conv_runtime.py; the pseudo-kind "conv") are a second group,
+built, cached and linked apart (`register("conv")`): a machine's first process pays
+0.5-1 s for the GEMM kinds and 3-4 s for the convolutions (most of it the direct rows'
+register blocks) on a Zen 3, each only when a program first needs it, then loads them
+from the disk cache.
 """
 from __future__ import annotations
 
@@ -466,22 +468,35 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
                     b.store(x, _gep(b, c, I32, b.add(b.mul(b.add(row0, r), ldc), b.add(col0, col))))
 
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+# group ("gemm": the host's GEMM kinds; "conv": conv_runtime's routines) -> {"handle",
+# "object", "kinds", "done"}. Built, cached and linked apart, so that a program of GEMMs
+# alone does not wait for the convolutions' build (0.5 against 3.3 s on a Zen 3).
 _STATE: dict = {}
 # {"object": bytes, "kinds": [...]}: the kernels' object code from an AOT artifact
 # (artifact.py), linked instead of compiling (a loaded artifact needs no LLVM)
 PRELOADED: dict = {}
+GROUPS = ("gemm", "conv")
 
 
 def saved_object() -> tuple:
-    """(kinds, object code) of the kernels as linked in this process, for an artifact."""
+    """(kinds, object code) of every routine as linked in this process, for an artifact
+    (both groups' objects packed into one)."""
+    from axle.backends.cpu.llvm_env import object_images, pack_objects
     register()
-    return list(_STATE.get("kinds") or []), _STATE.get("object") or b""
+    kinds, images = [], []
+    for group in GROUPS:
+        st = _STATE.get(group) or {}
+        kinds += st.get("kinds") or []
+        if st.get("object") and st.get("object") not in images:
+            images.append(st["object"])
+    flat = [img for obj in images for img in object_images(obj)]
+    return kinds, pack_objects(flat) if len(flat) > 1 else (flat[0] if flat else b"")
 
 
-def _kinds() -> list:
-    """What this host's runtime object holds: its GEMM kinds, then "conv" (conv_runtime.py)."""
-    return sorted(supported_kinds()) + ["conv"]
+def _kinds(group: str) -> list:
+    """What a group's object holds: this host's GEMM kinds, or "conv" (conv_runtime.py)."""
+    return sorted(supported_kinds()) if group == "gemm" else ["conv"]
 
 
 def _names(kind: str) -> list:
@@ -494,10 +509,14 @@ def _names(kind: str) -> list:
 def build_ir(kinds=None) -> str:
     mod = ir.Module("axle_lowp")
     panels = {}
-    for kind in kinds or _kinds():
+    for kind in kinds if kinds is not None else _kinds("gemm") + _kinds("conv"):
         if kind == "conv":
             from axle.backends.cpu import conv_runtime
-            conv_runtime.build(mod, panels.get("f32"))
+            f32 = panels.get("f32")
+            if f32 is None and "f32" in supported_kinds():  # in the "gemm" group's object
+                f32 = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P] + [I64] * 2 + [P] + [I64] * 11),
+                                  "axle_lowp_f32_panels")
+            conv_runtime.build(mod, f32)
             continue
         _pack_a(mod, kind)
         panels[kind] = _panels(mod, kind)
@@ -509,9 +528,9 @@ def build_ir(kinds=None) -> str:
 
 
 def _object(kinds: list, compile_to_object) -> bytes:
-    """The kernels' object code: from the disk cache (its entries are valid only for this
-    axle source, LLVM and host CPU: disk_cache.environment), else compiled (1-2.5 s) and
-    stored there, so that only a machine's first process pays for it."""
+    """A group's object code: from the disk cache (its entries are valid only for this axle
+    source, LLVM and host CPU: disk_cache.environment), else compiled and stored there, so
+    that only a machine's first process pays for it."""
     import hashlib
 
     from axle.backends.cpu import disk_cache
@@ -524,23 +543,34 @@ def _object(kinds: list, compile_to_object) -> bytes:
     return obj
 
 
-def register() -> bool:
-    """Compile the kernels this host supports (once) and bind their addresses for the JIT."""
-    if "done" in _STATE or "building" in _STATE:
-        return _STATE.get("done", False)
+def register(group: str = "") -> bool:
+    """Compile (once) and link the routines of `group` ("gemm", "conv"; "": both) and bind
+    their addresses for the JIT. The convolutions' f32 tiles call the GEMM group's f32 kernel
+    where the host has it: that group is linked first."""
+    groups = ["gemm", "conv"] if group in ("", "conv") else [group]
+
+    def ok():
+        return _STATE[group]["done"] if group else all(_STATE[g]["done"] for g in GROUPS)
+    if all(g in _STATE for g in groups):
+        return ok()
     with _LOCK:
-        if "done" in _STATE or "building" in _STATE:
-            return _STATE.get("done", False)
-        _STATE["building"] = True
-        try:
-            from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS, compile_to_object, link_object
-            kinds = list(PRELOADED.get("kinds") or _kinds())
-            names = [n for k in kinds for n in _names(k)]
-            obj = PRELOADED.get("object") or _object(kinds, compile_to_object)
-            handle, addrs = link_object(obj, names)
-            _STATE["handle"], _STATE["object"], _STATE["kinds"] = handle, obj, kinds
+        from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS, compile_to_object, link_object
+        if PRELOADED.get("object") is not None and not _STATE:  # an artifact's: every group at once
+            kinds = list(PRELOADED.get("kinds") or [])
+            handle, addrs = link_object(PRELOADED["object"], [n for k in kinds for n in _names(k)])
             EXTERNAL_SYMBOLS.update(addrs)
-            _STATE["done"] = True
-            return True
-        finally:
-            _STATE.pop("building", None)
+            for g in GROUPS:
+                _STATE[g] = {"handle": handle, "object": PRELOADED["object"],
+                             "kinds": [k for k in kinds if (k == "conv") == (g == "conv")], "done": True}
+        for g in groups:
+            if g in _STATE:
+                continue
+            kinds = _kinds(g)
+            if not kinds:
+                _STATE[g] = {"kinds": [], "object": b"", "done": False}
+                continue
+            obj = _object(kinds, compile_to_object)
+            handle, addrs = link_object(obj, [n for k in kinds for n in _names(k)])
+            EXTERNAL_SYMBOLS.update(addrs)
+            _STATE[g] = {"handle": handle, "object": obj, "kinds": kinds, "done": True}
+    return ok()
