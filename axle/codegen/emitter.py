@@ -75,6 +75,36 @@ def _strides(shape) -> list[int]:
 
 
 
+class CountedLoop:
+    """`with CountedLoop(b, lo, hi, name) as i:` for i in [lo, hi) (i64, signed compare),
+    a phi in a head block: for code built with a bare llvmlite builder (the runtime
+    routines of backends/cpu/lowp_runtime.py and conv_runtime.py), outside an Emitter."""
+
+    def __init__(self, b: ir.IRBuilder, lo, hi, name: str):
+        self.b, self.lo, self.hi, self.name = b, lo, hi, name
+
+    def __enter__(self):
+        b = self.b
+        self.pre = b.block
+        self.head = b.append_basic_block(self.name + ".head")
+        self.body = b.append_basic_block(self.name + ".body")
+        self.end = b.append_basic_block(self.name + ".end")
+        b.branch(self.head)
+        b.position_at_end(self.head)
+        self.i = b.phi(ir.IntType(64), self.name)
+        self.i.add_incoming(self.lo, self.pre)
+        b.cbranch(b.icmp_signed("<", self.i, self.hi), self.body, self.end)
+        b.position_at_end(self.body)
+        return self.i
+
+    def __exit__(self, *exc):
+        b = self.b
+        nxt = b.add(self.i, ir.Constant(ir.IntType(64), 1))
+        self.i.add_incoming(nxt, b.block)
+        b.branch(self.head)
+        b.position_at_end(self.end)
+
+
 def entry_alloca(b: ir.IRBuilder, t: ir.Type):
     """A stack slot in the entry block of b's function (where mem2reg can promote it; an
     alloca inside a loop would grow the stack every iteration); b stays where it was."""

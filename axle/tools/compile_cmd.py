@@ -182,7 +182,7 @@ def assembly(llvm_ir: str, opt: int = 3) -> str:
 def _llvm_module(llvm_ir: str, opt: int):
     from axle.backends.cpu import llvm_env
     tm = llvm_env.target_machine(opt)  # (initializes the native target)
-    return llvm_env._optimized_module(llvm_ir, tm, opt), tm
+    return llvm_env.optimized_module(llvm_ir, tm, opt), tm
 
 
 def _emit_sharding(a, name: str, text: str) -> int:

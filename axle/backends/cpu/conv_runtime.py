@@ -97,22 +97,28 @@ class _Fn:
 
     def loop(self, lo, hi, body, name="i"):
         """for i in [lo, hi): body(i)."""
-        b = self.b
-        pre = b.block
-        head = b.append_basic_block(name + ".head")
-        blk = b.append_basic_block(name + ".body")
-        end = b.append_basic_block(name + ".end")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name)
-        i.add_incoming(lo, pre)
-        b.cbranch(b.icmp_signed("<", i, hi), blk, end)
-        b.position_at_end(blk)
-        body(i)
-        nxt = b.add(i, _c(1))
-        i.add_incoming(nxt, b.block)
-        b.branch(head)
-        b.position_at_end(end)
+        from axle.codegen.emitter import CountedLoop
+        with CountedLoop(self.b, lo, hi, name) as i:
+            body(i)
+
+    def taps(self, body, parts=(), name="j"):
+        """body(js, sums) over a phase's window taps (three spatial dimensions); sums[k]: the
+        sum over the dimensions i of parts[k](i, j_i), added level by level (hoisted out of
+        the inner taps)."""
+        js: list = []
+
+        def level(i, acc):
+            if i == 3:
+                body(list(js), acc)
+                return
+
+            def step(j):
+                nxt = [self.b.add(a, part(i, j)) for a, part in zip(acc, parts)]
+                js.append(j)
+                level(i + 1, nxt)
+                js.pop()
+            self.loop(_c(0), self.d(f"taps_{i}"), step, f"{name}{i}")
+        level(0, [_c(0)] * len(parts))
 
 
 def _tiles(mod, tname: str, panels) -> None:
@@ -257,24 +263,6 @@ def _tiles(mod, tname: str, panels) -> None:
                         F.b.store(key, slot)
             first = F.b.add(first, F.d(f"taps_{i}"))
 
-    def taps(body, parts=()):
-        """body(js, sums) over the window taps of the phase; sums[k]: the sum over the
-        dimensions i of parts[k](i, j_i), added level by level (hoisted out of inner taps)."""
-        js: list = []
-
-        def level(i, acc):
-            if i == 3:
-                body(list(js), acc)
-                return
-
-            def step(j):
-                nxt = [F.b.add(a, part(i, j)) for a, part in zip(acc, parts)]
-                js.append(j)
-                level(i + 1, nxt)
-                js.pop()
-            F.loop(_c(0), F.d(f"taps_{i}"), step, f"j{i}")
-        level(0, [_c(0)] * len(parts))
-
     def col_of(js):
         b = F.b
         col = _c(0)
@@ -318,7 +306,7 @@ def _tiles(mod, tname: str, panels) -> None:
                             b.store(b.select(ok, x, zero), at(dst, ri))
                         F.loop(_c(0), nrows, row, "tr")
                     F.loop(_c(0), F.d("cin"), feat, "tc")
-                taps(tcol)
+                F.taps(tcol)
             with rm:  # [T, K]: for each row, its tap parts, then its window
                 for slots in last:  # (nothing made yet in this tile)
                     for slot in slots:
@@ -339,7 +327,7 @@ def _tiles(mod, tname: str, panels) -> None:
                             gs = b.select(ok, b.add(t, b.mul(g, F.d("rb_g"))), _c(0))
                             copy_run(ok, at(src, gs), at(row_dst, b.add(col, b.mul(b.sub(g, g_lo), F.d("gstep")))))
                         F.loop(g_lo, g_hi, group, "g")
-                    taps(tap, parts=(lambda i, j: F.b.load(at(tapo, F.b.add(dim_first(i), j))),
+                    F.taps(tap, parts=(lambda i, j: F.b.load(at(tapo, F.b.add(dim_first(i), j))),
                                      lambda i, j: F.b.mul(j, F.d(f"ks_{i}"))))
                 F.loop(_c(0), nrows, row, "rr")
 
@@ -459,14 +447,7 @@ def _pack_w(mod, tname: str) -> None:
                     b.store(b.load(b.gep(rhs, [s])), b.gep(wp, [d]))
                 F.loop(_c(0), F.d("cg"), outf, "pj")
             F.loop(_c(0), F.d("cin"), feat, "pc")
-        js: list = []
-
-        def level(i):
-            if i == 3:
-                tap(list(js))
-                return
-            F.loop(_c(0), F.d(f"taps_{i}"), lambda j: (js.append(j), level(i + 1), js.pop()), f"pt{i}")
-        level(0)
+        F.taps(lambda js, _sums: tap(js), name="pt")
     F.loop(_c(0), F.d("groups"), group, "pg")
     F.b.ret_void()
 

@@ -95,8 +95,8 @@ def environment() -> dict:
     from axle.backends.cpu import parallel
     name, features = host_cpu()
     # max_threads: split kernels size per-thread scratch by it (parallel.split_ranges)
-    from axle.flags import flag, flags_text  # (not kernels_dot_lowp: its kernels use this cache)
-    return {"parallel": parallel.enabled(), "lowp_dot": bool(flag("cpu_lowp_dot")), "flags": flags_text(), "max_threads": parallel.max_threads(), "source": compiler_source_hash(), "format": FORMAT_VERSION, "axle": __version__, "llvmlite": llvmlite.__version__,
+    from axle.flags import flags_text  # (every flag: several choose the code generated)
+    return {"parallel": parallel.enabled(), "flags": flags_text(), "max_threads": parallel.max_threads(), "source": compiler_source_hash(), "format": FORMAT_VERSION, "axle": __version__, "llvmlite": llvmlite.__version__,
             "llvm": ".".join(map(str, llvm.llvm_version_info)), "cpu": name, "features": features}
 
 

@@ -165,11 +165,11 @@ def _explain_miss(entry: str, key: tuple) -> None:
     from axle.flags import flag
     if not flag("explain_cache_misses"):
         return
-    fingerprint, _, signature, opts, pipeline, parallel, lowp_dot, flags = key
+    fingerprint, _, signature, opts, pipeline, parallel, flags = key
     from axle.backends.cpu.disk_cache import cache_dir
     message = _metrics.explain_miss(entry, {
         "module": fingerprint[:16], "signature": [list(s) for s in signature], "options": opts,
-        "passes": pipeline, "cpu_parallel": parallel, "cpu_lowp_dot": lowp_dot, "AXLE_FLAGS": flags})
+        "passes": pipeline, "cpu_parallel": parallel, "AXLE_FLAGS": flags})
     logging.getLogger("axle.compile").warning("%s (disk cache: %s)", message, cache_dir() or "off")
 
 
@@ -316,10 +316,8 @@ class CpuExecutable:
             return prog
         opts = json.dumps(self.options, sort_keys=True, default=str)
         from axle.backends.cpu import parallel
-        from axle.backends.cpu.kernels_dot_lowp import _enabled as lowp_dot
         from axle.flags import flags_text  # (every flag: several choose the code generated)
-        key = (self.fingerprint, self.entry, signature, opts, self._optimizes, parallel.enabled(), lowp_dot(),
-               flags_text())
+        key = (self.fingerprint, self.entry, signature, opts, self._optimizes, parallel.enabled(), flags_text())
         with _CACHE_LOCK:
             prog = _CACHE.get(key)
         if prog is None:

@@ -40,8 +40,8 @@ def convolution(ctx: Context, op: Operation) -> None:
     if cb is not None:
         _conv_direct(ctx, op, cb)
         return
-    from axle.backends.cpu.kernels_conv_general import _library_enabled, emit_general_conv, general_plan
-    plan = None if _library_enabled() else _gemm_plan(op)  # (the library's routine does the same)
+    from axle.backends.cpu.kernels_conv_general import library_enabled, emit_general_conv, general_plan
+    plan = None if library_enabled() else _gemm_plan(op)  # (the library's routine does the same)
     if plan is not None:
         _conv_as_gemm(ctx, op, *plan)
         return
@@ -362,8 +362,8 @@ class DirectConv:
 
     def row(self, n, oy, out_row) -> None:
         """Output row (n, oy) (i64 values) into out_row (f32*: ow x f floats)."""
-        from axle.backends.cpu.kernels_conv_general import _library_enabled
-        if _library_enabled():
+        from axle.backends.cpu.kernels_conv_general import library_enabled
+        if library_enabled():
             self._library_row(n, oy, out_row)
             return
         ctx, em, px = self.ctx, self.ctx.em, self.px

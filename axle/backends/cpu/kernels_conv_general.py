@@ -196,7 +196,7 @@ def emit_general_conv(ctx, op: Operation, plan: dict) -> None:
     korder = [nsp if d == ki else ksp.index(d) for d in range(kt.rank) if d != ko] if single \
         else list(range(nsp + 1))
     in_place_w = single and groups == 1 and not any(rev) and ko == kt.rank - 1
-    library = _library_enabled()
+    library = library_enabled()
     w_offsets, w_total = [], 0
     for ph in phases:
         w_offsets.append(w_total)
@@ -431,7 +431,7 @@ def _k_linear(em, kidx, sizes: list, korder: list):
     return em.linear([ks[i] for i in korder], [sizes[i] for i in korder])
 
 
-def _library_enabled() -> bool:
+def library_enabled() -> bool:
     from axle.flags import flag
     try:
         return bool(flag("cpu_conv_library"))

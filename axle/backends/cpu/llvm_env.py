@@ -178,7 +178,7 @@ def compile_to_object(ir_text: str, opt: int = 3, strength_reduction: str = "all
             if parts is not None:
                 return _compile_parts(parts, opt, keep_ir)
             with borrowed_target_machine(opt) as tm:
-                mod = _optimized_module(ir_text, tm, opt)
+                mod = optimized_module(ir_text, tm, opt)
                 with phase("llvm.object") as info:
                     optimized, obj = str(mod) if keep_ir else "", tm.emit_object(mod)
                     info["object_bytes"] = len(obj)
@@ -443,10 +443,10 @@ def optimized_text(ir_text: str, opt: int = 3) -> str:
     with _LOCK:
         _init()
         with borrowed_target_machine(opt) as tm:
-            return str(_optimized_module(ir_text, tm, opt))
+            return str(optimized_module(ir_text, tm, opt))
 
 
-def _optimized_module(ir_text: str, tm, opt: int):
+def optimized_module(ir_text: str, tm, opt: int):
     """The module parsed (in the global context), verified and through LLVM's pipeline."""
     with phase("llvm.parse", ir_bytes=len(ir_text)):  # (phases: recorded by axle.profiler traces)
         mod = llvm.parse_assembly(ir_text)

@@ -44,6 +44,8 @@ from functools import lru_cache
 
 from llvmlite import ir
 
+from axle.codegen.emitter import CountedLoop as _Loop  # (also lowp_f32_pack's loops)
+
 MR, NR = 8, 32  # rows x columns of the register tile
 KB = 512  # groups of k per packed block of the rhs (a panel block: KB * 128 bytes on the stack)
 DIRECT_M = 64  # f32: a row-major rhs is read in place by dots of fewer rows (more: packed per panel)
@@ -136,34 +138,6 @@ def supported_kinds() -> frozenset:
         if "f32" not in out:
             out.add("f32_avx2")
     return frozenset(out)
-
-
-class _Loop:
-    """for i in [lo, hi) with a phi, emitted with llvmlite's builder."""
-
-    def __init__(self, b: ir.IRBuilder, lo, hi, name: str):
-        self.b, self.lo, self.hi, self.name = b, lo, hi, name
-
-    def __enter__(self):
-        b = self.b
-        self.pre = b.block
-        self.head = b.append_basic_block(self.name + ".head")
-        self.body = b.append_basic_block(self.name + ".body")
-        self.end = b.append_basic_block(self.name + ".end")
-        b.branch(self.head)
-        b.position_at_end(self.head)
-        self.i = b.phi(I64, self.name)
-        self.i.add_incoming(self.lo, self.pre)
-        b.cbranch(b.icmp_signed("<", self.i, self.hi), self.body, self.end)
-        b.position_at_end(self.body)
-        return self.i
-
-    def __exit__(self, *exc):
-        b = self.b
-        nxt = b.add(self.i, ir.Constant(I64, 1))
-        self.i.add_incoming(nxt, b.block)
-        b.branch(self.head)
-        b.position_at_end(self.end)
 
 
 def _c(v, t=I64):
