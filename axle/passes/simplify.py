@@ -230,6 +230,34 @@ def convert(op, b):
     return None
 
 
+@P.on("stablehlo.dot_general")
+def dot_of_widened_ints(op, b):
+    """dot_general(convert(a), convert(b)) with integers of at most 16 bits widened exactly to
+    the integer result type -> dot_general of a and b (of b and a widened to int16 when
+    their types differ: uint8 x int8): the same products and sums (wrapping in the result
+    type). JAX writes mixed int8 / uint8 einsums so; the narrow form is what the backends'
+    integer GEMMs take."""
+    rt = _et(op.results[0])
+    if not getattr(rt, "is_int", False) or rt.bitwidth < 32:
+        return None
+    narrow = []
+    for v in op.operands:
+        inner = _owner(v, "stablehlo.convert")
+        src = _et(inner.operands[0]) if inner is not None else None
+        if src is None or not getattr(src, "is_int", False) or src.bitwidth > 16 or _et(v) != rt \
+                or not _exact_convert(src, rt):
+            return None
+        narrow.append(inner.operands[0])
+    if _et(narrow[0]) != _et(narrow[1]):
+        from axle.ir.types import element_type
+        i16 = element_type("i16")
+        if not all(_exact_convert(_et(x), i16) for x in narrow):
+            return None
+        narrow = [x if _et(x) == i16 else
+                  b.create("stablehlo.convert", [x], [TensorType(x.type.shape, i16)]).result for x in narrow]
+    return [b.create("stablehlo.dot_general", narrow, [op.results[0].type], dict(op.attributes)).result]
+
+
 @P.on("stablehlo.slice")
 def slice_(op, b):
     """slice of the whole operand -> x; slice(slice(x)) -> one slice."""

@@ -88,6 +88,45 @@ def test_int8_transposed_and_batched(mode):
         np.testing.assert_array_equal(np.asarray(o), want)
 
 
+def _avx2() -> bool:
+    return "pmaddwd16" in supported_kinds()
+
+
+@pytest.mark.parametrize("k", [1, 3, 300, 1031])
+def test_int16_matmul_wraps_like_int32(mode, k):
+    """int16 x int16 -> int32 (vpmaddwd as it stands): -32768 everywhere overflows int32
+    (2**30 per product); the sums must wrap as int32 additions do."""
+    a = np.full((13, k), -32768, np.int16)
+    b = np.full((k, 35), -32768, np.int16)
+    r = np.random.default_rng(k)
+    a[:, ::2] = r.integers(-32768, 32768, a[:, ::2].shape)
+    fn = lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.int32)  # noqa: E731
+    exe = _compile(fn, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    want = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.uint64).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(fn)(a, b)))
+    assert ("lowp.pmaddwd16" in _libraries(exe)) == (mode == "native" and _avx2() and 13 * 35 * k >= 4096)
+
+
+@pytest.mark.parametrize("lt,rt", [(np.uint8, np.int8), (np.int8, np.uint8), (np.uint8, np.uint8)])
+def test_mixed_int8_einsum(mode, lt, rt):
+    """JAX widens mixed int8 / uint8 einsum operands to int32 before the dot; the
+    simplifier gives the kernels the narrow operands (int16 when they differ)."""
+    r = np.random.default_rng(11)
+
+    def ints(shape, dt):
+        info = np.iinfo(dt)
+        return r.integers(info.min, info.max + 1, shape).astype(dt)
+    a, b = ints((4, 37, 130), lt), ints((4, 130, 70), rt)
+    fn = lambda a, b: jnp.einsum("bmk,bkn->bmn", a, b, preferred_element_type=jnp.int32)  # noqa: E731
+    exe = _compile(fn, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    np.testing.assert_array_equal(got, np.einsum("bmk,bkn->bmn", a.astype(np.int64), b.astype(np.int64)))
+    if mode == "native" and lt != rt:
+        assert ("lowp.pmaddwd16" in _libraries(exe)) == _avx2()
+
+
 def _bf16(r, shape):
     return r.standard_normal(shape).astype(ml_dtypes.bfloat16)
 

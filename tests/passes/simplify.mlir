@@ -93,3 +93,28 @@ func.func @main(%x: tensor<3x1xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
 }
 // CHECK: stablehlo.reshape %x
 // CHECK: stablehlo.reduce
+
+// -----
+// A dot of int8 / uint8 widened to its int32 result takes the narrow operands (uint8 x
+// int8: both widened to int16, the spec wants one operand type); int8 widened to an int16
+// result and a float widening stay as they are.
+func.func @main(%a: tensor<4x8xui8>, %b: tensor<8x3xi8>, %c: tensor<8x3xui8>, %f: tensor<4x8xbf16>, %g: tensor<8x3xbf16>) -> (tensor<4x3xi32>, tensor<4x3xi32>, tensor<4x3xi16>, tensor<4x3xf32>) {
+  %a32 = stablehlo.convert %a : (tensor<4x8xui8>) -> tensor<4x8xi32>
+  %b32 = stablehlo.convert %b : (tensor<8x3xi8>) -> tensor<8x3xi32>
+  %c32 = stablehlo.convert %c : (tensor<8x3xui8>) -> tensor<8x3xi32>
+  %d0 = stablehlo.dot_general %a32, %c32, contracting_dims = [1] x [0] : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
+  %d1 = stablehlo.dot_general %a32, %b32, contracting_dims = [1] x [0] : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
+  %a16 = stablehlo.convert %a : (tensor<4x8xui8>) -> tensor<4x8xi16>
+  %b16 = stablehlo.convert %b : (tensor<8x3xi8>) -> tensor<8x3xi16>
+  %d2 = stablehlo.dot_general %a16, %b16, contracting_dims = [1] x [0] : (tensor<4x8xi16>, tensor<8x3xi16>) -> tensor<4x3xi16>
+  %f32 = stablehlo.convert %f : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %g32 = stablehlo.convert %g : (tensor<8x3xbf16>) -> tensor<8x3xf32>
+  %d3 = stablehlo.dot_general %f32, %g32, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  return %d0, %d1, %d2, %d3 : tensor<4x3xi32>, tensor<4x3xi32>, tensor<4x3xi16>, tensor<4x3xf32>
+}
+// CHECK: stablehlo.dot_general %a, %c, {{.*}} : (tensor<4x8xui8>, tensor<8x3xui8>) -> tensor<4x3xi32>
+// CHECK: stablehlo.convert %a : (tensor<4x8xui8>) -> tensor<4x8xi16>
+// CHECK: stablehlo.convert %b : (tensor<8x3xi8>) -> tensor<8x3xi16>
+// CHECK: stablehlo.dot_general {{.*}} : (tensor<4x8xi16>, tensor<8x3xi16>) -> tensor<4x3xi32>
+// CHECK: stablehlo.dot_general {{.*}} : (tensor<4x8xi16>, tensor<8x3xi16>) -> tensor<4x3xi16>
+// CHECK: stablehlo.dot_general {{.*}} : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>

@@ -5,7 +5,8 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 
 * int8 x int8 -> int32 and uint8 x int8 -> int32: AVX512-VNNI (`vpdpbusd`);
   on AVX2 hosts without it, `vpmaddwd` on pairs of k widened to i16 while packing
-  (exact: each pair's sum fits an i32 lane);
+  (exact: each pair's sum fits an i32 lane); int16 x int16 -> int32 on every AVX2 host
+  with `vpmaddwd` as it stands (also int8 x uint8, which the simplifier widens to int16);
 * bf16 x bf16 -> f32: AVX512-BF16 (`vdpbf16ps`; products of bf16 are exact in f32, the
   sums are f32 as with f32 accumulation, denormal inputs count as zero as the instruction
   does); on AVX2 hosts without it, and f16 x f16 -> f32 on every AVX2 host (F16C): both
@@ -64,6 +65,8 @@ def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
         from axle.backends.cpu.lowp_runtime import supported_kinds
         return "vnni" if "vnni" in supported_kinds() else "pmaddwd", 1 if lt == "i8" else 0
+    if lt == rt == "i16" and ot in ("i32", "si32"):
+        return "pmaddwd16", 0
     if lt == rt == "bf16" and ot == "f32":
         from axle.backends.cpu.lowp_runtime import supported_kinds
         return ("bf16" if "bf16" in supported_kinds() else "bf16_fma"), 0

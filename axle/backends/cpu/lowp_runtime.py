@@ -13,6 +13,10 @@ Kinds picked by the host's features (llvmlite's get_host_cpu_features); "f32" is
   are widened to i16 while packing (the lhs sign- or zero-extended, so uint8 needs no
   correction); a pair's sum (at most 2 x 255 x 128) is exact in i32. Its register tile is
   6 x 16 (GEOMETRY), the AVX-512 kinds' 8 x 32.
+* "pmaddwd16": int16 x int16 -> int32 on every AVX2 host, `vpmaddwd` on the operands as
+  they are. Exact modulo 2**32, as the dot's wrapping int32 sums are: each product is
+  exact, and the one pair whose sum overflows (-32768 * -32768 twice) wraps to what the
+  int32 additions would. Mixed int8 x uint8 dots reach it widened to int16 (simplify.py).
 * "bf16_fma", "f16_fma": bf16 / f16 x the same -> f32 on AVX2 hosts: the operands widened
   to f32 while packing (exact; f16 by F16C), 8-lane fma on a 6 x 16 tile.
 * "f32_avx2": f32 dots of few rows on AVX2 hosts (kernels_dot_lowp.py picks them), the
@@ -80,6 +84,9 @@ KINDS = {  # kind: (group size G, element type, accumulator vector type)
     "f32": (1, I32, V16F32),  # f32 GEMMs (docs/gemm-f32.md): fma, operands read in place where they can be
     # int8 x int8 -> int32 on AVX2 hosts: pairs of k widened to i16 while packing, `vpmaddwd`
     "pmaddwd": (2, I8, V8I32),
+    # int16 x int16 -> int32 on every AVX2 host (also mixed int8 / uint8 dots, which the
+    # simplifier widens to a common int16): `vpmaddwd` as it stands, exact modulo 2**32
+    "pmaddwd16": (2, I16, V8I32),
     # bf16 / f16 x the same -> f32 on AVX2 hosts: widened to f32 while packing, 8-lane fma
     "bf16_fma": (1, I16, V8F32),
     "f16_fma": (1, I16, V8F32),
@@ -88,7 +95,7 @@ KINDS = {  # kind: (group size G, element type, accumulator vector type)
 }
 F32_KINDS = ("f32", "f32_avx2")  # the lhs (and a row-major rhs of few rows) read in place
 GEOMETRY = {kind: (MR, NR, 16) for kind in KINDS}  # kind: (tile rows, tile columns, i32 lanes of a vector)
-for _k in ("pmaddwd", "bf16_fma", "f16_fma", "f32_avx2"):  # 256-bit: 12 accumulators, 2 rhs vectors, 1 broadcast
+for _k in ("pmaddwd", "pmaddwd16", "bf16_fma", "f16_fma", "f32_avx2"):  # 256-bit: 12 accumulators, 2 rhs vectors, 1 broadcast
     GEOMETRY[_k] = (6, 16, 8)
 PACKED = {"pmaddwd": I16, "bf16_fma": I32, "f16_fma": I32}  # element type in the packed operands, where not the stored one
 
@@ -130,6 +137,8 @@ def supported_kinds() -> frozenset:
         out.add("f32")
     if "avx2" in have and "vnni" not in out:
         out.add("pmaddwd")
+    if "avx2" in have:
+        out.add("pmaddwd16")
     if {"avx2", "fma"} <= have:
         if "bf16" not in out:
             out.add("bf16_fma")
@@ -238,15 +247,16 @@ def _panels(mod, kind):
     elif kind == "bf16":
         bft = ir.VectorType(_BFloat(), 32)
         dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, bft, bft]), "llvm.x86.avx512bf16.dpbf16ps.512")
-    elif kind == "pmaddwd":  # i32 lanes += (i16 x i16 + i16 x i16)
-        dp = ir.Function(mod, ir.FunctionType(V8I32, [V16I16, V16I16]), "llvm.x86.avx2.pmadd.wd")
+    elif kind in ("pmaddwd", "pmaddwd16"):  # i32 lanes += (i16 x i16 + i16 x i16)
+        dp = mod.globals.get("llvm.x86.avx2.pmadd.wd") or ir.Function(
+            mod, ir.FunctionType(V8I32, [V16I16, V16I16]), "llvm.x86.avx2.pmadd.wd")
     elif kind in ("bf16_fma", "f16_fma", "f32_avx2"):
         dp = mod.globals.get("llvm.fma.v8f32") or ir.Function(mod, ir.FunctionType(V8F32, [V8F32] * 3), "llvm.fma.v8f32")
     else:
         dp = ir.Function(mod, ir.FunctionType(V16F32, [V16F32, V16F32, V16F32]), "llvm.fma.v16f32")
 
     def dot(acc, x, y):
-        if kind == "pmaddwd":
+        if kind in ("pmaddwd", "pmaddwd16"):
             return b.add(acc, b.call(dp, [b.bitcast(x, V16I16), b.bitcast(y, V16I16)]))
         if kind in ("bf16_fma", "f16_fma", "f32_avx2"):
             return b.call(dp, [b.bitcast(x, V8F32), b.bitcast(y, V8F32), acc])
