@@ -343,6 +343,22 @@ class Emitter:
         return self.op_at(op, idx)
 
     def op_at(self, op: Operation, idx: list):
+        """The element of op's (first) result at idx. Computed once per point of the
+        generated code: a value read by several fused ops at the same index (a DAG of
+        elementwise ops: threefry's rounds, a residual added twice) is taken from `_memo`
+        when the builder is still in the block where it was computed (which it dominates
+        from there on)."""
+        memo = self.__dict__.setdefault("_memo", {})
+        key = (id(op), tuple(map(id, idx)), id(self.b.block))
+        hit = memo.get(key)
+        if hit is not None and hit[0] is op and hit[2] is self.b.block:
+            return hit[3]
+        value = self._op_at(op, idx)
+        # (the references keep the ids of the key alive)
+        memo[(id(op), tuple(map(id, idx)), id(self.b.block))] = (op, tuple(idx), self.b.block, value)
+        return value
+
+    def _op_at(self, op: Operation, idx: list):
         name = op.name
         b = self.b
         mapper = ELEMENT_MAPPERS.get(name)

@@ -115,6 +115,20 @@ def tables() -> dict:
     put("_LOG2_D", fit(xs, g, 1 / np.abs(g), range(1, 14)), xs, g, 1 / np.abs(g))
     g = np.exp2(fs)
     put("_EXP2_D", fit(fs, g, 1 / g, range(8), {0: 1.0}), fs, g, 1 / g, skip=(0,))
+    # erf_inv, in f64: erfinv(x) / x as a function of w = -ln(1 - x^2), in t = w / 2.5 - 1
+    # for w <= 5, and in t = (sqrt(w) - (sqrt(5) + 4) / 2) / ((4 - sqrt(5)) / 2) for
+    # 5 <= w <= 16 (x = 1 - 2^-24, the largest f32 below 1, has w = 15.94)
+    from scipy.special import erfinv
+
+    def over_x(w):
+        x = np.sqrt(-np.expm1(-w.astype(np.float64)))
+        return (erfinv(x) / x).astype(L)
+    ts = grid(-1, 1)
+    g = over_x((ts + 1) * L(2.5) + L(1e-30))
+    put("_ERFINV_W_D", fit(ts, g, 1 / g, range(13)), ts, g, 1 / g)
+    r5 = np.sqrt(L(5))
+    g = over_x(((ts * (4 - r5) + 4 + r5) / 2) ** 2)
+    put("_ERFINV_S_D", fit(ts, g, 1 / g, range(13)), ts, g, 1 / g)
     return out
 
 

@@ -20,6 +20,9 @@ def default_pipeline() -> list:
         # expand CHLO and composites into StableHLO before simplifying, so the simplifier
         # and the folder see the ops the expansions produce
         *_have("chlo-expand"),
+        # short counted loops (threefry's rounds, small fori_loops) become straight-line code
+        # before simplifying: what they carry around folds, and the fusion sees one chain
+        *_have("unroll-loops"),
         # canonical dots (batch dims leading, one contracting dim) expose transposes and
         # reshapes that the simplifier then merges with their neighbours
         *_have("dot-canonicalize"),

@@ -22,6 +22,9 @@ FUNCS = {
     "stablehlo.tanh": (np.tanh, 2, (-10.0, 10.0)),
     "stablehlo.logistic": (sp.expit, 2, (-105.0, 30.0)),
     "chlo.erf": (sp.erf, 2, (-4.5, 4.5)),
+    # f32 only (f16 / bf16 keep the f64 iteration of scalar_special.py, also checked here)
+    # (odd: -0 -> -0, where scipy's erfinv gives +0)
+    "chlo.erf_inv": (lambda x: np.copysign(sp.erfinv(x), x), 1, (-1.0, 1.0)),
 }
 
 F32 = np.finfo(np.float32)
@@ -35,6 +38,8 @@ SPECIALS = np.array([
     # log / log1p: the reduction's boundaries, -1 and below
     0.70710677, 0.7071068, 1.4142135, 1.4142137, -0.9999999, -1.0000001, -0.29289323, 0.41421357,
     16777216.0, 33554432.0, 1e30,
+    # erf_inv: the switch to (1 - x)(1 + x), the switch of polynomial (w = 5), next to +-1
+    0.50000006, 0.49999997, 0.99662, 0.99663, 0.9966306, 0.99999994, -0.99999994, 0.9999999, 1.0000001,
     # tanh / erf: where the approximations switch and where they saturate
     0.625, -0.625, 0.62499994, 0.875, -0.875, 0.87499994, 3.92, 3.9192059, 4.0, 9.01, 9.1, 10.0, 20.0,
 ], dtype=np.float32)

@@ -40,6 +40,7 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
     written straight into a given buffer; `to_return`: values returned by a block whose
     results have no buffers given (they must have their own)."""
     want: set = set()
+    shared: list = []  # values given a buffer for their several readers alone
     cost: dict = {}  # value -> ops recomputed per element when it is read fused
     depth: dict = {}  # value -> length of the fused chain computing it
     for op in ops:
@@ -54,9 +55,10 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
             elif uses.get(r, 0) > 1 and not cheap:
                 # several readers: recompute it in each (as XLA duplicates cheap producers
                 # into consumers) when that costs at most DUPLICATE_COST ops per element,
-                # else give it a buffer
+                # else give it a buffer (unless _shared_in_one_loop takes it back)
                 if c > DUPLICATE_COST:
                     want.add(r)
+                    shared.append(r)
                 else:
                     cost[r] = c
             else:
@@ -69,7 +71,68 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
                 o = getattr(v, "owner", None)
                 if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":
                     want.add(v)
+    if shared:
+        _shared_in_one_loop(ops, want, shared)
     return want
+
+
+def _same_index(u: Operation, v) -> bool:
+    """u reads v at the index of its own element (the emitter passes the index on as it is)."""
+    if len(u.results) != 1 or _ty(u.results[0]).shape != _ty(v).shape:
+        return False
+    if u.name == "stablehlo.bitcast_convert":  # between types of one width (others reshape)
+        return _ty(u.results[0]).element_type.bitwidth == _ty(v).element_type.bitwidth
+    return is_elementwise(u)
+
+
+def _shared_in_one_loop(ops: list, want: set, shared: list) -> None:
+    """Take back the buffers of `shared` values whose readers all compute, element for
+    element (same-shaped elementwise ops, through more of them), the same materialized
+    value: the elemental emitter then computes such a value once per element of that loop
+    (Emitter.op_at's memo) however many readers it has. A DAG of elementwise ops (the
+    rounds of threefry, x + f(x)) becomes one loop instead of a buffer per shared node.
+    Fused chains are kept at most MAX_FUSION_DEPTH long as before."""
+    users: dict = {}
+    for op in ops:
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    root: dict = {}
+
+    def root_of(v):
+        # the one materialized value that every reader of v computes elementwise, or None
+        if v in want:
+            return v
+        if v in root:
+            return root[v]
+        found = None
+        for u in users.get(v, ()):
+            if not _same_index(u, v):
+                found = None
+                break
+            r = root_of(u.results[0])
+            if r is None or (found is not None and r is not found):
+                found = None
+                break
+            found = r
+        root[v] = found
+        return found
+    order = {op: i for i, op in enumerate(ops)}
+    for v in sorted(shared, key=lambda x: -order.get(x.owner, 0)):  # readers before producers
+        readers = users.get(v, ())
+        if not readers:
+            continue
+        want.discard(v)
+        got = root_of(v)
+        root.pop(v, None)
+        if got is None:
+            want.add(v)
+    depth: dict = {}
+    for op in ops:  # chains no longer than MAX_FUSION_DEPTH, as in materialized()
+        chain = 1 + max((depth.get(v, 0) for v in op.operands if v not in want), default=0)
+        for r in op.results:
+            if chain > MAX_FUSION_DEPTH:
+                want.add(r)
+            depth[r] = 0 if r in want else chain
 
 
 def kernels_of(ops: list, want: set) -> list:

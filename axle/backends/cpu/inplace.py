@@ -37,8 +37,12 @@ def in_place_operand(op: Operation, want: set, block: Block, last_read: dict) ->
     same: dict = {}
     other: set = set()
     memo: dict = {}
+    seen: set = set()  # (fused ops form a DAG: a shared one is visited once)
 
     def visit(o: Operation) -> None:
+        if o in seen:
+            return
+        seen.add(o)
         for x in o.operands:
             owner = getattr(x, "owner", None)
             xt = getattr(x, "type", None)
