@@ -484,9 +484,19 @@ def _cneg(e, et, a, op):
 
 @_crule("abs")
 def _cabs(e, et, a, op):
+    """|z|: complex<f32> as sqrt(re^2 + im^2) in f64 (the squares are exact, the sum
+    cannot overflow, one rounding before the last: what hypot gives, and a loop of it
+    vectorizes), with hypot's +inf for an infinite part even when the other is NaN;
+    complex<f64> by hypot."""
     r, i = _wide(e, a[0])
-    v = _libc(e, "hypot", [r, i], returns_complex=False)
-    return e.b.fptrunc(v, F32) if et.name == "complex<f32>" else v
+    if et.name != "complex<f32>":
+        return _libc(e, "hypot", [r, i], returns_complex=False)
+    b = e.b
+    v = e.intrinsic("llvm.sqrt", F64, [b.fadd(b.fmul(r, r), b.fmul(i, i))])
+    inf = ir.Constant(F64, float("inf"))
+    either = b.or_(b.fcmp_ordered("oeq", e.intrinsic("llvm.fabs", F64, [r]), inf),
+                   b.fcmp_ordered("oeq", e.intrinsic("llvm.fabs", F64, [i]), inf))
+    return b.fptrunc(b.select(either, inf, v), F32)
 
 
 _CLIB = {"exponential": "cexp", "log": "clog", "sqrt": "csqrt", "sine": "csin", "cosine": "ccos",
