@@ -72,30 +72,66 @@ def scatter(ctx: Context, op: Operation) -> None:
     region = op.regions[0]
     body_ets = [a.type.element_type for a in region.blocks[0].arguments]
 
-    def body(ui):
-        scatter_dims = [d for d in range(ut.rank) if d not in uwd]
-        sidx = [ui[d] for d in scatter_dims]
-        start = _start_vector(em, indices, sidx, ivd)
-        full = [em.const_i64(0)] * rt.rank
-        for d_start, d_operand in enumerate(to_operand):
-            full[d_operand] = start[d_start]
-        for d_operand, d_start in zip(ibatch, sbatch):
-            full[d_operand] = sidx[d_start - (0 if d_start < ivd else 1)]
-        window = iter(ui[d] for d in uwd)
-        for d in range(rt.rank):
-            if d in inserted or d in ibatch:
-                continue
-            full[d] = b.add(full[d], next(window))
-        inside = ir.Constant(I1, 1)
-        for d, x in enumerate(full):  # unsigned compare: negative indices are huge
-            inside = b.and_(inside, b.icmp_unsigned("<", x, em.const_i64(rt.shape[d])))
-        with b.if_then(inside):
-            lin = em.linear(full, rt.shape)
-            ptrs = [em.element_ptr(d, _ty(r).element_type, lin) for d, r in zip(dsts, op.results)]
-            cur = [S.load(b, p, _ty(r).element_type) for p, r in zip(ptrs, op.results)]
-            upd = [em.value_at(u, ui) for u in updates]
-            new = em.region_scalars(region, cur + upd)
-            for p, v, r in zip(ptrs, new, op.results):
-                S.store(b, v, p, _ty(r).element_type)
+    scatter_dims = [d for d in range(ut.rank) if d not in uwd]
+    window_of = {}  # operand dimension -> the update dimension of its window
+    wdims = iter(uwd)
+    for d in range(rt.rank):
+        if d not in inserted and d not in ibatch:
+            window_of[d] = next(wdims)
 
-    em.loop_nest(list(ut.shape), body)
+    def per_update(sidx, widx=None):
+        # the operand index of the window's first element, once per update (the index
+        # loads and bounds out of the window's loop, which then vectorizes)
+        start = _start_vector(em, indices, sidx, ivd)
+        first = [em.const_i64(0)] * rt.rank
+        for d_start, d_operand in enumerate(to_operand):
+            first[d_operand] = start[d_start]
+        for d_operand, d_start in zip(ibatch, sbatch):
+            first[d_operand] = sidx[d_start - (0 if d_start < ivd else 1)]
+        whole = ir.Constant(I1, 1)  # every element of the window lands inside
+        for d, x in enumerate(first):  # unsigned compare: negative indices are huge
+            extent = ut.shape[window_of[d]] if d in window_of else 1
+            whole = b.and_(whole, b.icmp_unsigned("<=", b.add(x, em.const_i64(extent)), em.const_i64(rt.shape[d])))
+            whole = b.and_(whole, b.icmp_unsigned("<", x, em.const_i64(rt.shape[d])))
+
+        def element(widx, checked):
+            ui = [None] * ut.rank
+            for d, x in zip(scatter_dims, sidx):
+                ui[d] = x
+            for d, x in zip(uwd, widx):
+                ui[d] = x
+            full = [b.add(x, ui[window_of[d]]) if d in window_of else x for d, x in enumerate(first)]
+
+            def apply():
+                lin = em.linear(full, rt.shape)
+                ptrs = [em.element_ptr(d, _ty(r).element_type, lin) for d, r in zip(dsts, op.results)]
+                cur = [S.load(b, p, _ty(r).element_type) for p, r in zip(ptrs, op.results)]
+                upd = [em.value_at(u, ui) for u in updates]
+                new = em.region_scalars(region, cur + upd)
+                for p, v, r in zip(ptrs, new, op.results):
+                    S.store(b, v, p, _ty(r).element_type)
+            if not checked:
+                apply()
+                return
+            inside = ir.Constant(I1, 1)
+            for d, x in enumerate(full):
+                inside = b.and_(inside, b.icmp_unsigned("<", x, em.const_i64(rt.shape[d])))
+            with b.if_then(inside):  # out-of-bounds elements are skipped, as the spec says
+                apply()
+        if widx is not None:  # one element (update dimensions in another order)
+            element(widx, True)
+            return
+        window_shape = [ut.shape[d] for d in uwd]
+        with b.if_else(whole) as (fast, edge):
+            with fast:
+                em.loop_nest(window_shape, lambda w: element(w, False))
+            with edge:
+                em.loop_nest(window_shape, lambda w: element(w, True))
+
+    if list(uwd) == list(range(ut.rank - len(uwd), ut.rank)):
+        # windows last in the updates (as JAX writes them): updates in row-major order are
+        # one update's window after another, so this order applies them as the spec's does
+        em.loop_nest([ut.shape[d] for d in scatter_dims], per_update)
+    else:  # element by element in the updates' row-major order (equal targets: that order)
+        em.loop_nest(list(ut.shape), lambda ui: per_update([ui[d] for d in scatter_dims], [ui[d] for d in uwd]))
+
