@@ -28,6 +28,7 @@ def lowering_pipeline() -> list:
     a module without the ops it lowers)."""
     from axle.backends.cpu.lower_effects import CpuLowerEffects
     from axle.backends.cpu.lower_top_k import CpuTopK
+    from axle.backends.cpu.widen_convolutions import CpuWidenConvolutions
     from axle.passes.lower_quant import LowerQuant
     return [
         # quantized types first: what it emits (converts, dots, clamps) is what the rest sees
@@ -42,6 +43,8 @@ def lowering_pipeline() -> list:
                     PASSES["static-shape-ops"](), CpuLowerEffects()], name="cpu-lower", max_iterations=10),
         # a sort read only as its first k elements (top_k) gets results k long
         CpuTopK(),
+        # bf16 / f16 / small-integer convolutions in f32 or f64, the convolution kernels' types
+        CpuWidenConvolutions(),
     ]
 
 
