@@ -23,7 +23,9 @@ from axle.codegen.scalar_ops import RULES, convert
 from axle.codegen.target import Target
 from axle.errors import Unsupported
 from axle.ir.core import Operation, Value
-from axle.ir.types import ElementType, TensorType
+from axle.ir.types import ElementType, TensorType, element_type
+
+_F32_ET = element_type("f32")
 
 # Extra fusible ops registered from other files: name -> fn(emitter, op, idx) -> register.
 ELEMENT_MAPPERS: dict = {}
@@ -476,7 +478,10 @@ class Emitter:
                             lambda: self.value_at(op.operands[1], []), t)
 
     # -- scalar regions (reduce bodies)
-    def region_scalars(self, region, args: list) -> list:
+    def region_scalars(self, region, args: list, bf16_in_f32: bool = False) -> list:
+        """The region's results on scalar registers. bf16_in_f32: its bf16 ops compute in
+        f32 without rounding each result to bf16 (bf16 registers are f32 already; the
+        caller rounds what it stores): the excess precision XLA's CPU backend also takes."""
         block = region.blocks[0]
         env = {a: v for a, v in zip(block.arguments, args)}
         for op in block.operations:
@@ -498,8 +503,10 @@ class Emitter:
             elif r is None:
                 raise Unsupported(f"{op.where()} in a reduction body")
             else:
-                out = r(self, _ty(op.operands[-1]).element_type, ins, op)
-            env[op.results[0]] = S.finish(self.b, out, _ty(op.results[0]).element_type)
+                in_et = _ty(op.operands[-1]).element_type
+                out = r(self, _F32_ET if bf16_in_f32 and in_et.name == "bf16" else in_et, ins, op)
+            et = _ty(op.results[0]).element_type
+            env[op.results[0]] = out if bf16_in_f32 and et.name == "bf16" else S.finish(self.b, out, et)
         raise Unsupported("reduction body without a return")
 
     def _outer_scalar(self, v):

@@ -71,3 +71,24 @@ def test_plan_only_for_whole_axis_windows():
     ws, wp = windows(whole), windows(part)
     assert scan_plan(ws[0]) == (1, False)
     assert scan_plan(wp[0]) is None
+
+
+@pytest.mark.parametrize("axis,reverse", [(1, False), (1, True), (0, False)])
+def test_bf16_cumsum_carries_f32(axis, reverse):
+    """A bf16 cumsum keeps its partial sums in f32 and rounds what it stores (XLA's CPU
+    backend takes the same excess precision): within one bf16 rounding of the exact sums,
+    where rounding every step drifted by tens of ulps over 4096 elements."""
+    import jax
+    import jax.numpy as jnp
+    import ml_dtypes
+    x = np.random.default_rng(5).standard_normal((64, 4096) if axis == 1 else (4096, 64)).astype(ml_dtypes.bfloat16)
+    fn = lambda v: jax.lax.cumsum(v, axis=axis, reverse=reverse)  # noqa: E731
+    got = np.asarray(axle.compile(jax.jit(fn).lower(x).as_text(), backend="cpu").execute([x])[0])
+    x64 = x.astype(np.float64)
+    exact = np.flip(np.cumsum(np.flip(x64, axis), axis), axis) if reverse else np.cumsum(x64, axis=axis)
+    rounded = exact.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+    ulp = np.abs(np.spacing(rounded.astype(ml_dtypes.bfloat16)).astype(np.float64))
+    assert np.all(np.abs(got.astype(np.float64) - exact) <= ulp + 1e-6)
+    cm = lambda v: jax.lax.cummax(v, axis=axis, reverse=reverse)  # noqa: E731
+    got = np.asarray(axle.compile(jax.jit(cm).lower(x).as_text(), backend="cpu").execute([x])[0])
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(cm)(x)))
