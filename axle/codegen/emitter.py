@@ -26,6 +26,11 @@ from axle.ir.core import Operation, Value
 from axle.ir.types import ElementType, TensorType, element_type
 
 _F32_ET = element_type("f32")
+# ops whose result is one of their operands (or its sign flipped): on bf16 registers (f32
+# values that are bf16 values) nothing to round, and a reduction over them stays a plain
+# max / min that LLVM vectorizes
+EXACT_ON_INPUTS = frozenset(("stablehlo.maximum", "stablehlo.minimum", "stablehlo.negate", "stablehlo.abs",
+                             "stablehlo.select", "stablehlo.clamp"))
 
 # Extra fusible ops registered from other files: name -> fn(emitter, op, idx) -> register.
 ELEMENT_MAPPERS: dict = {}
@@ -433,7 +438,8 @@ class Emitter:
             raise Unsupported(op.where())
         args = [self.value_at(v, idx) for v in op.operands]
         in_et = _ty(op.operands[-1]).element_type
-        return S.finish(b, r(self, in_et, args, op), et)
+        out = r(self, in_et, args, op)
+        return out if et.name == "bf16" and name in EXACT_ON_INPUTS else S.finish(b, out, et)
 
     def _concat_at(self, op, idx, rt):
         dim = op.attr("dimension")
@@ -506,7 +512,8 @@ class Emitter:
                 in_et = _ty(op.operands[-1]).element_type
                 out = r(self, _F32_ET if bf16_in_f32 and in_et.name == "bf16" else in_et, ins, op)
             et = _ty(op.results[0]).element_type
-            env[op.results[0]] = out if bf16_in_f32 and et.name == "bf16" else S.finish(self.b, out, et)
+            exact = et.name == "bf16" and (bf16_in_f32 or op.name in EXACT_ON_INPUTS)
+            env[op.results[0]] = out if exact else S.finish(self.b, out, et)
         raise Unsupported("reduction body without a return")
 
     def _outer_scalar(self, v):
