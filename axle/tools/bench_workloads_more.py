@@ -1,7 +1,9 @@
 """More `axle bench` workloads: the kinds of programs users run beyond the first ten
 (issue 18): sorting and top-k, convolution gradients and the other convolution forms,
 scans, a KV-cache decode step, training at realistic sizes, integer and bf16 matmuls,
-cumulative reductions and einsums with awkward axis orders.
+cumulative reductions and einsums with awkward axis orders; then random normals, a
+scatter-add, a mixed uint8 x int8 einsum and a bf16 convolution, which a sweep of programs
+outside the suite found 14-60x slower than XLA (benchmarks/unseen_programs.py).
 
 Each entry returns (function, example arguments), as in bench_workloads.py.
 """
@@ -209,6 +211,47 @@ def einsum_orders(b: int = 16, h: int = 8, s: int = 128, d: int = 64):
     return fn, (_f32(r, b, h, s, d), _f32(r, b, h, s, d), _f32(r, d, h, d, scale=0.1))
 
 
+def random_normal(rows: int = 1024, cols: int = 1024):
+    """jax.random.normal: threefry2x32's rounds (a loop of five trips), uniform bits to
+    floats, erf_inv (dropout masks, noise and initializers are made this way)."""
+    import jax
+
+    def fn(key):
+        return jax.random.normal(jax.random.wrap_key_data(key), (rows, cols))
+    return fn, (np.array([0, 42], np.uint32),)
+
+
+def scatter_add_rows(n: int = 10000, d: int = 64, updates: int = 50000):
+    """x.at[i].add(u): rows gathered by index and added back (embedding gradients)."""
+    def fn(x, i, u):
+        return x.at[i].add(u)
+    r = _rng(43)
+    return fn, (_f32(r, n, d), r.integers(0, n, updates).astype(np.int32), _f32(r, updates, d))
+
+
+def mixed_int8_einsum(b: int = 8, m: int = 128, k: int = 512, n: int = 256):
+    """A batched uint8 x int8 -> int32 einsum (JAX widens both operands to int32 first)."""
+    import jax.numpy as jnp
+
+    def fn(a, w):
+        return jnp.einsum("bmk,bkn->bmn", a, w, preferred_element_type=jnp.int32)
+    r = _rng(44)
+    return fn, (r.integers(0, 256, (b, m, k)).astype(np.uint8), r.integers(-128, 128, (b, k, n)).astype(np.int8))
+
+
+def bf16_conv(n: int = 8, hw: int = 32, c: int = 64):
+    """A 3x3 SAME convolution of bf16 images and filters with f32 results."""
+    import jax
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    def fn(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                            preferred_element_type=jnp.float32)
+    r = _rng(45)
+    return fn, (_f32(r, n, hw, hw, c).astype(ml_dtypes.bfloat16), _f32(r, 3, 3, c, c, scale=0.05).astype(ml_dtypes.bfloat16))
+
+
 MORE_WORKLOADS: dict[str, Callable] = {
     "topk_sort": topk_sort,
     "argsort_rows": argsort_rows,
@@ -223,4 +266,9 @@ MORE_WORKLOADS: dict[str, Callable] = {
     "bf16_matmul": bf16_matmul,
     "cumulative": cumulative,
     "einsum_orders": einsum_orders,
+    # found by a sweep of programs outside the suite (benchmarks/unseen_programs.py)
+    "random_normal": random_normal,
+    "scatter_add_rows": scatter_add_rows,
+    "mixed_int8_einsum": mixed_int8_einsum,
+    "bf16_conv": bf16_conv,
 }

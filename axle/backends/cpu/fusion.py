@@ -26,7 +26,7 @@ from axle.ir.core import Block, Operation
 DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
 # A fused chain longer than this gets a buffer: the elemental emitter and the planners walk
 # fused producers recursively (a 5000-op elementwise chain was a RecursionError)
-MAX_FUSION_DEPTH = 64
+MAX_FUSION_DEPTH = 128
 POOL_SCRATCH_BYTES = 64 * 1024  # most stack per thread for the convolution rows of one pooled row
 
 LIBRARY = ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.fft",
