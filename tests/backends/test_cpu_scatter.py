@@ -80,10 +80,9 @@ def test_window_dimension_first_keeps_the_update_order():
     np.testing.assert_array_equal(got, axle.interpret(WINDOW_FIRST, x, i, u))
 
 
-def test_parallel_scatter_add_same_bits_on_any_thread_count():
-    """Threads own ranges of the operand's rows and apply their updates in update order:
-    the sums (many updates per row, float adds) are bit for bit the same on 1, 2 and 3
-    threads, and equal to the serial order's."""
+def test_scatter_add_same_bits_on_any_thread_count():
+    """Many float updates per row are applied in update order: bit for bit the same on 1,
+    2 and 3 threads, and equal to numpy's unbuffered add in that order."""
     import subprocess
     import sys
     script = """
