@@ -79,8 +79,7 @@ def scatter(ctx: Context, op: Operation) -> None:
         if d not in inserted and d not in ibatch:
             window_of[d] = next(wdims)
 
-    def per_update(sidx, widx=None, own=None):
-        b = ctx.b  # the builder of the function this lands in (parallel.py outlines)
+    def per_update(sidx, widx=None):
         # the operand index of the window's first element, once per update (the index
         # loads and bounds out of the window's loop, which then vectorizes)
         start = _start_vector(em, indices, sidx, ivd)
@@ -89,16 +88,6 @@ def scatter(ctx: Context, op: Operation) -> None:
             first[d_operand] = start[d_start]
         for d_operand, d_start in zip(ibatch, sbatch):
             first[d_operand] = sidx[d_start - (0 if d_start < ivd else 1)]
-        if own is not None:  # this thread's rows of the operand only (see below)
-            lo, hi = own
-            mine = b.and_(b.icmp_signed(">=", first[to_operand[0]], lo), b.icmp_signed("<", first[to_operand[0]], hi))
-            with b.if_then(mine):
-                per_update_at(sidx, widx, first)
-            return
-        per_update_at(sidx, widx, first)
-
-    def per_update_at(sidx, widx, first):
-        b = ctx.b  # the builder of the function this lands in (parallel.py outlines)
         whole = ir.Constant(I1, 1)  # every element of the window lands inside
         for d, x in enumerate(first):  # unsigned compare: negative indices are huge
             extent = ut.shape[window_of[d]] if d in window_of else 1
@@ -106,7 +95,6 @@ def scatter(ctx: Context, op: Operation) -> None:
             whole = b.and_(whole, b.icmp_unsigned("<", x, em.const_i64(rt.shape[d])))
 
         def element(widx, checked):
-            b = ctx.b  # the builder of the function this lands in (parallel.py outlines)
             ui = [None] * ut.rank
             for d, x in zip(scatter_dims, sidx):
                 ui[d] = x
@@ -115,10 +103,8 @@ def scatter(ctx: Context, op: Operation) -> None:
             full = [b.add(x, ui[window_of[d]]) if d in window_of else x for d, x in enumerate(first)]
 
             def apply():
-                b = ctx.b  # the builder of the function this lands in (parallel.py outlines)
                 lin = em.linear(full, rt.shape)
-                bufs = [ctx.buffer(r) for r in op.results]  # (in the function the loop is in)
-                ptrs = [em.element_ptr(d, _ty(r).element_type, lin) for d, r in zip(bufs, op.results)]
+                ptrs = [em.element_ptr(d, _ty(r).element_type, lin) for d, r in zip(dsts, op.results)]
                 cur = [S.load(b, p, _ty(r).element_type) for p, r in zip(ptrs, op.results)]
                 upd = [em.value_at(u, ui) for u in updates]
                 new = em.region_scalars(region, cur + upd)
@@ -145,21 +131,7 @@ def scatter(ctx: Context, op: Operation) -> None:
     if list(uwd) == list(range(ut.rank - len(uwd), ut.rank)):
         # windows last in the updates (as JAX writes them): updates in row-major order are
         # one update's window after another, so this order applies them as the spec's does
-        lead = to_operand[0] if to_operand else None
-        work = 1
-        for x in ut.shape:
-            work *= x
-        if lead is not None and lead in inserted and not ibatch:
-            # the pool's threads each own a range of the operand's rows along `lead` (where
-            # every window is one row thick) and apply, in update order, the updates that
-            # land there: each element gets its updates in the same order on any number
-            # of threads, and no two threads write one element
-            from axle.backends.cpu.parallel import split_ranges, thread_count
-            split_ranges(ctx, rt.shape[lead], work, lambda lo, hi: em.loop_nest(
-                [ut.shape[d] for d in scatter_dims], lambda sidx: per_update(sidx, None, (lo, hi))),
-                chunks=2 * thread_count())
-        else:
-            em.loop_nest([ut.shape[d] for d in scatter_dims], per_update)
+        em.loop_nest([ut.shape[d] for d in scatter_dims], per_update)
     else:  # element by element in the updates' row-major order (equal targets: that order)
         em.loop_nest(list(ut.shape), lambda ui: per_update([ui[d] for d in scatter_dims], [ui[d] for d in uwd]))
 
