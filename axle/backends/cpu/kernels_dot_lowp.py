@@ -14,9 +14,9 @@ has the instructions (picked at compile time from llvmlite's host CPU features):
 * f32 x f32 -> f32 with at least 8 rows and 32 columns on AVX-512 hosts, at the top level
   and in loop bodies: FMA on an 8 x 32 register tile, faster here than SciPy's OpenBLAS
   with either its Haswell or its SkylakeX kernels (docs/gemm-f32.md). The im2col
-  convolutions call it per tile too (`call_f32_gemm`). On AVX2 hosts, f32 dots of 8-63
-  rows and at least 16 columns with a row-major rhs (RNN steps, decode steps): FMA on a
-  6 x 16 tile, where OpenBLAS would pack the whole rhs on every call.
+  convolutions call it per tile too (`call_f32_gemm`). On AVX2 hosts, f32 dots of 8-159
+  rows and at least 16 columns with a row-major rhs (RNN steps, decode steps, small
+  batches): FMA on a 6 x 16 tile, where OpenBLAS would pack the whole rhs on every call.
 
 Any dimension numbers whose contracting and free dimensions each form one strided run of
 the operand (every layout dot-canonicalize, transpose-fold and dot_views leave, including
@@ -57,11 +57,11 @@ NR_AVX2 = 16  # (the AVX2 f32 kernel's panel)
 def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
     """(kind, flip) for operand / result element types the kernels take."""
     if lt == rt == ot == "f32":
-        from axle.backends.cpu.lowp_runtime import DIRECT_M, supported_kinds
+        from axle.backends.cpu.lowp_runtime import AVX2_MAX_M, supported_kinds
         if "f32" in supported_kinds():
             return ("f32", 0) if MR_F32 <= m else None
-        # AVX2: only few rows, whose row-major rhs the kernel reads in place (lowp_plan)
-        return ("f32_avx2", 0) if MR_F32 <= m < DIRECT_M else None
+        # AVX2: dots of up to AVX2_MAX_M rows with a row-major rhs (lowp_plan)
+        return ("f32_avx2", 0) if MR_F32 <= m < AVX2_MAX_M else None
     if lt in ("i8", "ui8") and rt == "i8" and ot in ("i32", "si32"):
         from axle.backends.cpu.lowp_runtime import supported_kinds
         return "vnni" if "vnni" in supported_kinds() else "pmaddwd", 1 if lt == "i8" else 0

@@ -57,6 +57,10 @@ DIRECT_M = 64  # f32: a row-major rhs is read in place by dots of fewer rows (mo
 # rows are a power of two apart maps to a few cache sets and is fetched from memory again
 # per tile (32 x 1024 x 1024: 1.5 ms against 0.7 ms packed)
 DIRECT_M_AVX2 = 7
+# AVX2 f32 dots of fewer rows than this run in the kernel (more: OpenBLAS's Haswell sgemm,
+# which matches it from ~192 rows on; at 64-128 rows the kernel was 1.1-1.6x faster in
+# benchmarks/results/gemm_micro.py, OpenBLAS packing the whole rhs on every call)
+AVX2_MAX_M = 160
 
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
