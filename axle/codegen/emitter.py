@@ -343,7 +343,8 @@ class Emitter:
             local = [self.b.sub(idx[1], first)] + list(idx[2:])
             return S.load(self.b, self.element_ptr(rows, et, self.linear(local, [count] + list(t.shape[2:]))), et)
         if v in self.buffers:
-            return S.load(self.b, self.element_ptr(self.buffers[v], et, self.linear(idx, t.shape)), et)
+            return S.load(self.b, self.element_ptr(self.buffers[v], et, self.linear(idx, t.shape)), et,
+                          self.__dict__.get("read_metadata"))
         op = getattr(v, "owner", None)
         if not isinstance(op, Operation):
             raise Unsupported("block argument without a buffer")

@@ -47,8 +47,10 @@ def mem_type(et: ElementType) -> ir.Type:
     return reg_type(et)
 
 
-def load(b: ir.IRBuilder, ptr, et: ElementType):
+def load(b: ir.IRBuilder, ptr, et: ElementType, metadata: dict = None):
     v = b.load(ptr)
+    for kind, node in (metadata or {}).items():  # alias scopes (kernels.py's reductions)
+        v.set_metadata(kind, node)
     if et.is_bool:
         return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
     if et.is_int and et.bitwidth < 8:
@@ -61,14 +63,16 @@ def load(b: ir.IRBuilder, ptr, et: ElementType):
     return v
 
 
-def store(b: ir.IRBuilder, value, ptr, et: ElementType):
+def store(b: ir.IRBuilder, value, ptr, et: ElementType, metadata: dict = None):
     if et.is_bool or (et.is_int and et.bitwidth < 8):
         value = b.zext(value, I8)
     elif et.name == "bf16":
         value = b.trunc(b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16)), I16)
     elif _f8.is_f8(et):
         value = _f8.encode(b, value, et)
-    b.store(value, ptr)
+    st = b.store(value, ptr)
+    for kind, node in (metadata or {}).items():
+        st.set_metadata(kind, node)
 
 
 def round_bf16(b: ir.IRBuilder, x):

@@ -138,15 +138,31 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
                                                                 em.linear(out_idx, t.shape)), t.element_type)
         return at
 
+    # The results are read and written in the loop, element by element: without knowing
+    # that no operand lives in their memory, LLVM reloads whatever it reads after each
+    # store (a fused gather's index, every element) and cannot vectorize. When no buffer
+    # the operands read shares the results' (elementwise.reads_buffer_of), the results'
+    # accesses get an alias scope of their own and every operand read a noalias of it.
+    scopes = None
+    from axle.backends.cpu.elementwise import reads_buffer_of
+    if not any(reads_buffer_of(ctx, list(op.operands), r) for r in op.results):
+        scopes = _result_scopes(ctx)
+
     def step(targets):
         def at(full):
             b = em.b
             out_idx = [full[d] for d in kept]
             ptrs = [em.element_ptr(r, t.element_type, em.linear(out_idx, t.shape)) for r, t in zip(targets, out_ts)]
-            accs = [S.load(b, p, t.element_type) for p, t in zip(ptrs, out_ts)]
-            new = em.region_scalars(op.regions[0], accs + [em.value_at(v, full) for v in inputs])
+            mine = {"alias.scope": scopes} if scopes is not None else None
+            accs = [S.load(b, p, t.element_type, mine) for p, t in zip(ptrs, out_ts)]
+            em.read_metadata = {"noalias": scopes} if scopes is not None else None
+            try:
+                xs = [em.value_at(v, full) for v in inputs]
+            finally:
+                em.read_metadata = None
+            new = em.region_scalars(op.regions[0], accs + xs)
             for p, t, x in zip(ptrs, out_ts, new):
-                S.store(b, x, p, t.element_type)
+                S.store(b, x, p, t.element_type, mine)
         return at
 
     from axle.backends.cpu.parallel import split_ranges, thread_count
@@ -161,6 +177,17 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
         em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init(results))
         em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step(results))
     split_ranges(ctx, in_t.shape[-1], total, columns, chunks=thread_count())
+
+
+def _result_scopes(ctx):
+    """A list of one new LLVM alias scope (in a domain of its own) for one kernel's results."""
+    from llvmlite import ir as _ir
+    mod = ctx.mod
+    n = getattr(mod, "_axle_scopes", 0)
+    mod._axle_scopes = n + 1
+    domain = mod.add_metadata([_ir.MetaDataString(mod, f"axle.results.domain.{n}")])
+    scope = mod.add_metadata([_ir.MetaDataString(mod, f"axle.results.{n}"), domain])
+    return mod.add_metadata([scope])
 
 
 REDUCE_PARTS = 4  # parts of the leading axis of a split reduction (fixed: results do not depend on threads)
