@@ -12,29 +12,10 @@ import numpy as np
 from axle.codegen import scalar as S
 from axle.backends.cpu.costs import MOVES
 from axle.codegen.emitter import _ty
-from axle.backends.cpu.kernels import Accumulators, _simple_float_add
+from axle.backends.cpu.kernels import Accumulators, _simple_float_add, reads_buffer_of  # noqa: F401
 from axle.backends.cpu.parallel import outer_dim, split_loop
 from axle.backends.cpu.registry import loop_kernel
 from axle.ir.core import Operation, Value
-
-
-def reads_buffer_of(ctx, values: list, r: Value) -> bool:
-    """Whether a value with a buffer among `values` or read through fused values from them
-    shares r's buffer."""
-    seen, stack = set(), list(values)
-    while stack:
-        v = stack.pop()
-        if v in seen or not hasattr(v, "type"):
-            continue
-        seen.add(v)
-        if ctx.has_buffer(v):
-            if ctx.same_buffer(v, r):
-                return True
-            continue
-        o = getattr(v, "owner", None)
-        if isinstance(o, Operation):
-            stack.extend(o.operands)
-    return False
 
 
 @loop_kernel

@@ -141,10 +141,9 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
     # The results are read and written in the loop, element by element: without knowing
     # that no operand lives in their memory, LLVM reloads whatever it reads after each
     # store (a fused gather's index, every element) and cannot vectorize. When no buffer
-    # the operands read shares the results' (elementwise.reads_buffer_of), the results'
+    # the operands read shares the results' (reads_buffer_of), the results'
     # accesses get an alias scope of their own and every operand read a noalias of it.
     scopes = None
-    from axle.backends.cpu.elementwise import reads_buffer_of
     if not any(reads_buffer_of(ctx, list(op.operands), r) for r in op.results):
         scopes = _result_scopes(ctx)
 
@@ -177,6 +176,25 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
         em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init(results))
         em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step(results))
     split_ranges(ctx, in_t.shape[-1], total, columns, chunks=thread_count())
+
+
+def reads_buffer_of(ctx, values: list, r) -> bool:
+    """Whether a value with a buffer among `values` or read through fused values from them
+    shares r's buffer."""
+    seen, stack = set(), list(values)
+    while stack:
+        v = stack.pop()
+        if v in seen or not hasattr(v, "type"):
+            continue
+        seen.add(v)
+        if ctx.has_buffer(v):
+            if ctx.same_buffer(v, r):
+                return True
+            continue
+        o = getattr(v, "owner", None)
+        if isinstance(o, Operation):
+            stack.extend(o.operands)
+    return False
 
 
 def _result_scopes(ctx):
