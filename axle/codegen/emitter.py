@@ -127,6 +127,8 @@ class Emitter:
         self.b = builder
         self.target = target  # what differs between machines (target.py): math calls, FMA, globals
         self.buffers = buffers  # value -> ir pointer (i8*) of its buffer
+        self._memo: dict = {}  # op_at's values: (op, index, block) ids -> (op, index, block, value)
+        self.read_metadata = None  # LLVM metadata put on the loads of buffers (alias scopes)
         self._globals = 0
         self._const_globals: dict = {}  # constant op -> its global
         self.scalars: dict = {}  # value -> stack slot holding its value at the current row
@@ -344,7 +346,7 @@ class Emitter:
             return S.load(self.b, self.element_ptr(rows, et, self.linear(local, [count] + list(t.shape[2:]))), et)
         if v in self.buffers:
             return S.load(self.b, self.element_ptr(self.buffers[v], et, self.linear(idx, t.shape)), et,
-                          self.__dict__.get("read_metadata"))
+                          self.read_metadata)
         op = getattr(v, "owner", None)
         if not isinstance(op, Operation):
             raise Unsupported("block argument without a buffer")
@@ -356,14 +358,13 @@ class Emitter:
         elementwise ops: threefry's rounds, a residual added twice) is taken from `_memo`
         when the builder is still in the block where it was computed (which it dominates
         from there on)."""
-        memo = self.__dict__.setdefault("_memo", {})
-        key = (id(op), tuple(map(id, idx)), id(self.b.block))
-        hit = memo.get(key)
+        hit = self._memo.get((id(op), tuple(map(id, idx)), id(self.b.block)))
         if hit is not None and hit[0] is op and hit[2] is self.b.block:
             return hit[3]
         value = self._op_at(op, idx)
-        # (the references keep the ids of the key alive)
-        memo[(id(op), tuple(map(id, idx)), id(self.b.block))] = (op, tuple(idx), self.b.block, value)
+        # keyed by the block the value ends in (a mapper may branch); the references kept
+        # in the entry keep the key's ids from being reused
+        self._memo[(id(op), tuple(map(id, idx)), id(self.b.block))] = (op, tuple(idx), self.b.block, value)
         return value
 
     def _op_at(self, op: Operation, idx: list):
