@@ -70,7 +70,6 @@ def scatter(ctx: Context, op: Operation) -> None:
         if not ctx.same_buffer(v, r):  # in place: the result took over the input's buffer
             ctx.copy(v, d)
     region = op.regions[0]
-    body_ets = [a.type.element_type for a in region.blocks[0].arguments]
 
     scatter_dims = [d for d in range(ut.rank) if d not in uwd]
     window_of = {}  # operand dimension -> the update dimension of its window
