@@ -129,7 +129,21 @@ def tables() -> dict:
     r5 = np.sqrt(L(5))
     g = over_x(((ts * (4 - r5) + 4 + r5) / 2) ** 2)
     put("_ERFINV_S_D", fit(ts, g, 1 / g, range(13)), ts, g, 1 / g)
+    # erfc, 0 <= x <= 10.2, in f64: erfc(x) exp(x^2) as a polynomial in t = 2 / (2 + x)
+    # (in [0.164, 1]: the scaled function is smooth there, and 1 / x-like towards the end)
+    xs = grid(0, 10.2, 1500)
+    g = _erfcx(xs)
+    ts = 2 / (2 + xs)
+    put("_ERFC_D", fit(ts, g, 1 / g, range(12)), ts, g, 1 / g)
     return out
+
+
+def _erfcx(xs):
+    """erfc(x) exp(x^2) for long-double xs, through mpmath (scipy's erfcx is float64 only)."""
+    import mpmath
+    with mpmath.workdps(30):
+        return np.array([L(str(mpmath.erfc(mpmath.mpf(repr(float(x)))) * mpmath.exp(mpmath.mpf(repr(float(x))) ** 2)))
+                         for x in xs], dtype=L)
 
 
 def main(argv=None) -> int:

@@ -22,6 +22,7 @@ FUNCS = {
     "stablehlo.tanh": (np.tanh, 2, (-10.0, 10.0)),
     "stablehlo.logistic": (sp.expit, 2, (-105.0, 30.0)),
     "chlo.erf": (sp.erf, 2, (-4.5, 4.5)),
+    "chlo.erfc": (sp.erfc, 1, (-4.0, 10.5)),
     # f32 only (f16 / bf16 keep the f64 iteration of scalar_special.py, also checked here)
     # (odd: -0 -> -0, where scipy's erfinv gives +0)
     "chlo.erf_inv": (lambda x: np.copysign(sp.erfinv(x), x), 1, (-1.0, 1.0)),
@@ -42,6 +43,8 @@ SPECIALS = np.array([
     0.50000006, 0.49999997, 0.99662, 0.99663, 0.9966306, 0.99999994, -0.99999994, 0.9999999, 1.0000001,
     # tanh / erf: where the approximations switch and where they saturate
     0.625, -0.625, 0.62499994, 0.875, -0.875, 0.87499994, 3.92, 3.9192059, 4.0, 9.01, 9.1, 10.0, 20.0,
+    # erfc: the last normal and the last denormal results, the clamp
+    9.194, 9.195, 10.05, 10.06, 10.07, 10.2, 10.200001, -9.5, -10.3,
 ], dtype=np.float32)
 
 
@@ -124,7 +127,7 @@ def test_loop_is_vectorized_without_libm_calls(op):
     ir = exe._native(((n,),)).optimized_ir
     assert re.search(r"<(4|8|16) x float>", ir), "the loop did not vectorize"
     called = set(re.findall(r"call [^@]*@([\w.$]+)", ir))
-    libm = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "llvm.exp.f32", "llvm.log.f32"}
+    libm = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "erfcf", "erfc", "llvm.exp.f32", "llvm.log.f32"}
     assert not called & libm, f"calls {called & libm}"
 
 
