@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
-from axle.backends.cpu.kernels import Accumulators, _check_reduce
+from axle.backends.cpu.kernels import Accumulators, _check_reduce, _result_scopes, reads_buffer_of
 from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I1, I64
@@ -80,7 +80,136 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     if scan is not None:  # cumsum, cummax, ...: a prefix scan, O(n) instead of O(n^2)
         emit_scan(ctx, op, *scan)
         return
+    if window_size > TILED_MIN_WINDOW and shape[-1] >= TILED_MIN_ROW and base[-1] == 1:
+        _reduce_window_tiled(ctx, op, inputs, inits, it, out_ts, wdims, strides, base, wdil, pad_lo, inside,
+                             window_size)
+        return
     split_loop(ctx, shape, outer_dim(shape), body, window_size)
+
+
+TILED_MIN_WINDOW = 16  # windows up to this size: per output element (LLVM unrolls the window, vectorizes across outputs)
+TILED_MIN_ROW = 8  # results' last dimension at least this long for the tiled loop order
+GROUP = 8  # window positions along the last dimension combined per pass over a tile (inside the input only)
+TILE = 512  # results of a row combined together (2 KiB of f32: stays in L1 across the window)
+
+
+def _reduce_window_tiled(ctx: Context, op: Operation, inputs, inits, it, out_ts, wdims, strides, base, wdil,
+                         pad_lo, inside, window_size: int) -> None:
+    """reduce_window with a large window (moving sums and averages, big pooling windows):
+    the window loop outside, a tile of the results' last dimension inside. Per tile the
+    results are initialized, then for each window position every result of the tile
+    combines its input element, so the inner loop runs along contiguous results (and
+    inputs, strided by the window stride) and vectorizes; each result still gets its
+    window's elements in the spec's order (the same bits as per element). Positions in
+    padding are skipped by bounds on the inner loop (last dimension) or a test per
+    window position (the others)."""
+    em = ctx.em
+    rank = it.rank
+    last = rank - 1
+    shape = list(out_ts[0].shape)
+    row_shape = shape[:-1]
+    rows = 1
+    for d in row_shape:
+        rows *= d
+    length = shape[-1]
+    n_tiles = -(-length // TILE)
+    c64 = em.const_i64
+    scopes = None
+    if not any(reads_buffer_of(ctx, list(op.operands), r) for r in op.results):
+        scopes = _result_scopes(ctx)
+    mine = {"alias.scope": scopes} if scopes is not None else None
+    s_last, d_last, p_last, n_last = strides[last], wdil[last], pad_lo[last], it.shape[last]
+
+    def units(lo, hi):
+        results = [ctx.buffer(r) for r in op.results]  # resolved in the chunk's function
+
+        def unit(u):
+            b = em.b
+            row = em.delinear(b.udiv(u, c64(n_tiles)), row_shape) if row_shape else []
+            tlo = b.mul(b.urem(u, c64(n_tiles)), c64(TILE))
+            thi = b.select(b.icmp_signed("<", b.add(tlo, c64(TILE)), c64(length)), b.add(tlo, c64(TILE)), c64(length))
+
+            def ptrs(j):
+                lin = em.linear(row + [j], shape)
+                return [em.element_ptr(r, t.element_type, lin) for r, t in zip(results, out_ts)]
+
+            def init(j):
+                for v, ptr, t in zip(inits, ptrs(j), out_ts):
+                    S.store(em.b, em.value_at(v, []), ptr, t.element_type, mine)
+            em.for_range_dynamic(tlo, thi, init)
+
+            def window(widx, group: int = 1):
+                """Window position widx, and with `group` > 1 (last dimension inside the
+                input) the next group - 1 positions along the last dimension too, combined
+                in order in one pass (one load and store of each result per group)."""
+                b = em.b
+                ok = ir.Constant(I1, 1)
+                src = []
+                for d in range(last):
+                    q = b.add(b.mul(row[d], c64(strides[d])), b.mul(widx[d], c64(wdil[d])))
+                    if inside[d]:
+                        src.append(q)
+                        continue
+                    q = b.sub(q, c64(pad_lo[d]))
+                    ok = b.and_(ok, b.icmp_signed(">=", q, c64(0)))
+                    if base[d] != 1:
+                        ok = b.and_(ok, b.icmp_unsigned("==", b.urem(q, c64(base[d])), c64(0)))
+                        q = b.udiv(q, c64(base[d]))
+                    ok = b.and_(ok, b.icmp_signed("<", q, c64(it.shape[d])))
+                    src.append(q)
+                off = b.sub(b.mul(widx[last], c64(d_last)), c64(p_last))  # input index of result 0
+                jlo, jhi = tlo, thi
+                if not inside[last]:  # results j with 0 <= j * stride + off < n_last
+                    first = b.sdiv(b.add(b.neg(off), c64(s_last - 1)), c64(s_last))
+                    jlo = _smax(b, jlo, b.select(b.icmp_signed(">", off, c64(0)), c64(0), first))
+                    room = b.sub(c64(n_last - 1), off)
+                    end = b.select(b.icmp_signed("<", room, c64(0)), c64(0),
+                                   b.add(b.sdiv(room, c64(s_last)), c64(1)))
+                    jhi = _smin(b, jhi, end)
+
+                def element(j):
+                    bb = em.b
+                    ps = ptrs(j)
+                    accs = [S.load(bb, p, t.element_type, mine) for p, t in zip(ps, out_ts)]
+                    at = bb.add(bb.mul(j, c64(s_last)), off)
+                    for k in range(group):
+                        em.read_metadata = {"noalias": scopes} if scopes is not None else None
+                        try:
+                            xs = [em.value_at(v, src + [bb.add(at, c64(k * d_last))]) for v in inputs]
+                        finally:
+                            em.read_metadata = None
+                        accs = em.region_scalars(op.regions[0], accs + xs)
+                    for p, t, x in zip(ps, out_ts, accs):
+                        S.store(bb, x, p, t.element_type, mine)
+
+                if all(inside[:last]):
+                    em.for_range_dynamic(jlo, jhi, element)
+                else:
+                    with b.if_then(ok):
+                        em.for_range_dynamic(jlo, jhi, element)
+
+            wl = wdims[last]
+            if not inside[last] or wl < 2 * GROUP:
+                em.loop_nest(list(wdims), window)
+            else:  # groups of GROUP positions along the last dimension, then the rest
+                def grouped(widx):
+                    window(widx[:last] + [em.b.mul(widx[last], c64(GROUP))], GROUP)
+                em.loop_nest(list(wdims[:last]) + [wl // GROUP], grouped)
+                if wl % GROUP:
+                    em.loop_nest(list(wdims[:last]),
+                                 lambda widx: window(list(widx) + [c64(wl - wl % GROUP)], wl % GROUP))
+        em.for_range_dynamic(lo, hi, unit)
+
+    from axle.backends.cpu.parallel import split_ranges
+    split_ranges(ctx, rows * n_tiles, rows * length * window_size, units)
+
+
+def _smax(b, x, y):
+    return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+def _smin(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, window_size: int) -> None:
