@@ -299,6 +299,11 @@ def emit_dot(ctx: Context, op: Operation) -> None:
     if plan is not None:  # other element types and dimension orders: packed for BLAS
         emit_packed_dot(ctx, op, plan)
         return
+    from axle.backends.cpu.kernels_dot_rows import emit_rows_dot, rows_plan
+    rows = rows_plan(op)
+    if rows is not None:  # int32 / int64 and small real dots: vectorized rows, the same sums
+        emit_rows_dot(ctx, op, rows)
+        return
     em, b = ctx.em, ctx.b
     lhs, rhs = op.operands
     lt, rt_, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
