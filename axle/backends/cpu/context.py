@@ -187,6 +187,7 @@ class Context:
         code = "\n".join(texts.values())
         for k, name in enumerate(texts):  # (fn first: it was made first)
             code = code.replace(f'@"{name}"', f'@"#{k}"')
+        code = _renumber_metadata(code)
         earlier = self._kernel_code.get(code)
         if earlier is not None and len(earlier[1]) == len(texts):
             for name in texts:
@@ -333,3 +334,9 @@ def _constant_global(em: Emitter, v):
     return em.constant_global(v)
 
 
+def _renumber_metadata(code: str) -> str:
+    """Metadata references (!12: each kernel's own alias scopes) numbered in the order they
+    first appear, so that kernels that are the same code compare equal."""
+    import re
+    seen: dict = {}
+    return re.sub(r"!(\d+)\b", lambda m: "!m%d" % seen.setdefault(m.group(1), len(seen)), code)

@@ -12,7 +12,7 @@ import numpy as np
 from axle.codegen import scalar as S
 from axle.backends.cpu.costs import MOVES
 from axle.codegen.emitter import _ty
-from axle.backends.cpu.kernels import Accumulators, _simple_float_add, reads_buffer_of  # noqa: F401
+from axle.backends.cpu.kernels import Accumulators, _simple_float_add, reads_buffer_of, scoped_accesses  # noqa: F401
 from axle.backends.cpu.parallel import outer_dim, split_loop
 from axle.backends.cpu.registry import loop_kernel
 from axle.ir.core import Operation, Value
@@ -25,13 +25,19 @@ def emit_elementwise(ctx, op: Operation) -> None:
     et = t.element_type
     em = ctx.em
 
-    def body(idx):
+    def body(idx, mine=None, other=None):
         dst = ctx.buffer(r)  # resolved in whichever function the loop lands in
-        S.store(em.b, em.op_at(op, idx), em.element_ptr(dst, et, em.linear(idx, t.shape)), et)
+        em.read_metadata = other
+        try:
+            v = em.op_at(op, idx)
+        finally:
+            em.read_metadata = None
+        S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, t.shape)), et, mine)
     work = 1 + sum(1 for o in ctx.kernels[-1].fused if o.name not in MOVES) if ctx.kernels else 1
     rows = ctx.row_fusions.get(op)
     if rows is None:
-        split_loop(ctx, list(t.shape), outer_dim(t.shape), body, work)
+        mine, other = scoped_accesses(ctx, op.operands, [r])
+        split_loop(ctx, list(t.shape), outer_dim(t.shape), lambda idx: body(idx, mine, other), work)
         return
     # row fusion: per row of the outer `k` dimensions, the fused reductions, then the row
     k, reds, maps, kept = rows.rows, rows.reductions, rows.maps, rows.kept

@@ -197,6 +197,20 @@ def reads_buffer_of(ctx, values: list, r) -> bool:
     return False
 
 
+def scoped_accesses(ctx, reads: list, results: list):
+    """(metadata for the stores of `results`, metadata for the reads of `reads`) that tell
+    LLVM the two never overlap: a new alias scope on the results' accesses and its noalias
+    on the reads, when no buffer among `reads` (or read through their fused producers)
+    shares a result's buffer; else (None, None). Without it LLVM must assume that every
+    store into a result may change any value the loop reads through a pointer: a loop
+    index kept in a buffer (a scan's counter) is reloaded after every element, and the
+    loop does not vectorize."""
+    if any(reads_buffer_of(ctx, list(reads), r) for r in results):
+        return None, None
+    scopes = _result_scopes(ctx)
+    return {"alias.scope": scopes}, {"noalias": scopes}
+
+
 def _result_scopes(ctx):
     """A list of one new LLVM alias scope (in a domain of its own) for one kernel's results."""
     from llvmlite import ir as _ir

@@ -16,6 +16,7 @@ from axle.codegen.scalar import I1
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
+from axle.backends.cpu.kernels import scoped_accesses
 from axle.ir.core import Operation
 
 
@@ -36,10 +37,16 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
     dst = ctx.buffer(r)
     starts = [_clamp(em, _start_index(em, v, []), 0, t.shape[d] - ut.shape[d]) for d, v in enumerate(op.operands[2:])]
 
+    mine, other = scoped_accesses(ctx, [update], [r])  # the starts are read before the loop
+
     def body(ui):
         ri = [b.add(i, s) for i, s in zip(ui, starts)]
-        S.store(b, em.value_at(update, ui), em.element_ptr(dst, t.element_type, em.linear(ri, t.shape)),
-                t.element_type)
+        em.read_metadata = other
+        try:
+            v = em.value_at(update, ui)
+        finally:
+            em.read_metadata = None
+        S.store(b, v, em.element_ptr(dst, t.element_type, em.linear(ri, t.shape)), t.element_type, mine)
 
     em.loop_nest(list(ut.shape), body)
 
