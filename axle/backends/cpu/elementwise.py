@@ -37,6 +37,23 @@ def emit_elementwise(ctx, op: Operation) -> None:
     rows = ctx.row_fusions.get(op)
     if rows is None:
         mine, other = scoped_accesses(ctx, op.operands, [r])
+        src = op.operands[0] if op.name == "stablehlo.reshape" else None
+        if src is not None and _ty(src).is_static and _ty(src).rank > 0:
+            # a reshape keeps the row-major order: loop over its operand's shape, store at
+            # the same linear index (no division of the result index per element to find
+            # the fused operand's: kron's broadcast product, a merge of heads)
+            shape = list(_ty(src).shape)
+
+            def flat(idx):
+                dst = ctx.buffer(r)
+                em.read_metadata = other
+                try:
+                    v = em.value_at(src, idx)
+                finally:
+                    em.read_metadata = None
+                S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, shape)), et, mine)
+            split_loop(ctx, shape, outer_dim(shape), flat, work)
+            return
         split_loop(ctx, list(t.shape), outer_dim(t.shape), lambda idx: body(idx, mine, other), work)
         return
     # row fusion: per row of the outer `k` dimensions, the fused reductions, then the row

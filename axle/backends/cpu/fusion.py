@@ -29,6 +29,18 @@ DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when thi
 MAX_FUSION_DEPTH = 128
 POOL_SCRATCH_BYTES = 64 * 1024  # most stack per thread for the convolution rows of one pooled row
 
+# A value whose fused computation holds a transcendental function (or more than
+# REUSE_COST ops per element) gets a buffer when a broadcast reads it REUSE_FACTOR or more
+# times per element: computed once per element, not once per element of the broadcast
+# (rotary embeddings: cos and sin of [positions, d/2] read across batch and heads)
+TRANSCENDENTAL = frozenset("stablehlo." + n for n in (
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sine", "cosine",
+    "tan", "power", "atan2", "cbrt")) | frozenset("chlo." + n for n in (
+        "erf", "erfc", "erf_inv", "lgamma", "digamma", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",
+        "atanh", "tan", "bessel_i1e", "polygamma", "zeta"))
+REUSE_FACTOR = 4
+REUSE_COST = 8
+
 LIBRARY = ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.fft",
            "stablehlo.cholesky", "stablehlo.triangular_solve")
 CONTROL = ("stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call")
@@ -43,12 +55,19 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
     shared: list = []  # values given a buffer for their several readers alone
     cost: dict = {}  # value -> ops recomputed per element when it is read fused
     depth: dict = {}  # value -> length of the fused chain computing it
+    costly: set = set()  # fused values computing a transcendental function
     for op in ops:
         kd = KERNELS.get(op.name)
+        if op.name == "stablehlo.broadcast_in_dim" and op.operands and op.operands[0] not in want:
+            v = op.operands[0]
+            if (v in costly or cost.get(v, 0) > REUSE_COST) and _reuse(op) >= REUSE_FACTOR:
+                want.add(v)
         chain = 1 + max((depth.get(v, 0) for v in op.operands if v not in want), default=0)
         cheap = op.name == "stablehlo.constant"  # read in place (splat or global data)
         if kd is None:
             c = (0 if op.name in MOVES else 1) + sum(cost.get(v, 0) for v in op.operands if v not in want)
+            if op.name in TRANSCENDENTAL or any(v in costly for v in op.operands if v not in want):
+                costly.update(op.results)
         for r in op.results:
             if kd is not None or r in targets or r in to_return:
                 want.add(r)
@@ -74,6 +93,20 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
     if shared:
         _shared_in_one_loop(ops, want, shared)
     return want
+
+
+def _reuse(op: Operation) -> int:
+    """How many times a broadcast reads each element of its operand (0 when not static, or
+    the operand is a scalar: its loop-invariant value is computed once anyway)."""
+    it, ot = _ty(op.operands[0]), _ty(op.results[0])
+    if not (it.is_static and ot.is_static) or it.rank == 0:
+        return 0
+    n_in, n_out = 1, 1
+    for d in it.shape:
+        n_in *= d
+    for d in ot.shape:
+        n_out *= d
+    return n_out // max(n_in, 1) if n_in > 1 else 0
 
 
 def _same_index(u: Operation, v) -> bool:
