@@ -66,3 +66,41 @@ def test_random_bits_and_normals(shape):
     ref = (np.sqrt(2.0) * sp.erfinv(u.astype(np.float64))).astype(np.float32)
     ulp = np.abs(normal.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
     assert ulp.max() <= 2, (ulp.max(), u.reshape(-1)[ulp.argmax()])
+
+
+def test_transcendental_read_by_a_wide_broadcast_gets_a_buffer():
+    """Rotary embeddings: cos and sin of [positions, d/2] broadcast over batch and heads
+    are computed once per element of their own shape (fusion.REUSE_FACTOR), not once per
+    element of the 4-D result."""
+    def f(x, pos):
+        d = x.shape[-1] // 2
+        a = pos[:, None] * (1.0 / (10000 ** (jnp.arange(d) / d)))[None]
+        c, s = jnp.cos(a)[None, :, None], jnp.sin(a)[None, :, None]
+        x1, x2 = x[..., :d], x[..., d:]
+        return jnp.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], -1)
+    r = np.random.default_rng(3)
+    x, pos = r.standard_normal((2, 64, 4, 32)).astype(np.float32), np.arange(64, dtype=np.float32)
+    exe = _compile(f, x, pos)
+    names = [k.name for k in _loops(exe)]
+    assert any("cosine" in n for n in names) and any("sine" in n for n in names), names
+    np.testing.assert_allclose(exe.execute([x, pos])[0], np.asarray(jax.jit(f)(x, pos)), rtol=1e-5, atol=1e-5)
+
+
+def test_a_scalar_broadcast_stays_fused():
+    """A broadcast scalar is loop-invariant: no buffer for it, one loop."""
+    f = lambda x, y: x * jnp.exp(jnp.sum(y))  # noqa: E731
+    x, y = np.ones((256, 256), np.float32), np.full(8, 0.1, np.float32)
+    exe = _compile(f, x, y)
+    np.testing.assert_allclose(exe.execute([x, y])[0], np.asarray(jax.jit(f)(x, y)), rtol=1e-6)
+    assert not any("exponential" in k.name for k in _loops(exe))
+
+
+def test_reshape_of_a_broadcast_product_loops_over_the_operand():
+    """kron: the reshape's loop runs over the 4-D product (no division of the result index
+    per element), stored at the same linear index."""
+    r = np.random.default_rng(4)
+    a, b = r.standard_normal((12, 10)).astype(np.float32), r.standard_normal((7, 9)).astype(np.float32)
+    exe = _compile(jnp.kron, a, b)
+    np.testing.assert_array_equal(exe.execute([a, b])[0], np.kron(a, b))
+    ir = exe._native(((12, 10), (7, 9))).optimized_ir
+    assert " urem " not in ir and " udiv " not in ir
