@@ -217,6 +217,10 @@ def _(): return (lambda x: jax.nn.gelu(x, approximate=False)), (f32(2048, 2048).
 def _(): return (lambda x: jax.nn.gelu(x, approximate=False)), (f32(2048, 2048),)
 @prog("erfc_f32")
 def _(): return (lambda x: jax.scipy.special.erfc(x)), (f32(1 << 22, scale=3.0),)
+@prog("sin_cos")
+def _(): return (lambda x: jnp.sin(x) * jnp.cos(2 * x)), (f32(1 << 22, scale=10.0),)
+@prog("lgamma_digamma")
+def _(): return (lambda x: jax.scipy.special.gammaln(x) + jax.scipy.special.digamma(x)), (1.0 + np.abs(f32(1 << 20)),)
 @prog("int_hash")
 def _():
     def f(x):

@@ -72,6 +72,33 @@ def _zero(ctx: Context, ptr, nbytes: int) -> None:
     ctx.b.call(memset, [ctx.b.bitcast(ptr, P8), ir.Constant(I8, 0), ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
 
+TRANSPOSE_TILE = 16  # the row-major <-> column-major copies run over tiles of this many rows and columns
+
+
+def _transposing_nest(em, shape: list, batch_rank: int, body) -> None:
+    """body(idx) for every index of `shape`; when the last two (a matrix per batch element)
+    are at least two tiles long, tile by tile (a 16 x 16 tile reads and writes whole cache
+    lines on both sides of the transpose, where a plain nest writes one element per line)."""
+    if len(shape) - batch_rank != 2 or min(shape[-2:]) < 2 * TRANSPOSE_TILE:
+        em.loop_nest(shape, body)
+        return
+    m, n = shape[-2:]
+    tile = TRANSPOSE_TILE
+    c64 = em.const_i64
+
+    def edge(start, extent):
+        b = em.b
+        end = b.add(start, c64(tile))
+        return b.select(b.icmp_signed("<", end, c64(extent)), end, c64(extent))
+
+    def tiles(outer):
+        i0 = em.b.mul(outer[-2], c64(tile))
+        j0 = em.b.mul(outer[-1], c64(tile))
+        em.for_range_dynamic(i0, edge(i0, m), lambda i: em.for_range_dynamic(
+            j0, edge(j0, n), lambda j: body(list(outer[:-2]) + [i, j])))
+    em.loop_nest(list(shape[:-2]) + [-(-m // tile), -(-n // tile)], tiles)
+
+
 def _copy_in(ctx: Context, v, ptr, a, batch_rank: int) -> None:
     em, b = ctx.em, ctx.b
     t = _ty(v)
@@ -82,7 +109,7 @@ def _copy_in(ctx: Context, v, ptr, a, batch_rank: int) -> None:
         blin = em.linear(idx[:batch_rank], bshape)
         off = b.add(b.mul(blin, em.const_i64(a.size)), _col_offset(em, idx[batch_rank:], a.shape))
         S.store(b, em.value_at(v, idx), em.element_ptr(ptr, et, off), et)
-    em.loop_nest(list(t.shape), body)
+    _transposing_nest(em, list(t.shape), batch_rank, body)
 
 
 def _copy_out(ctx: Context, ptr, r, shape: tuple, batch_rank: int) -> None:
@@ -97,7 +124,7 @@ def _copy_out(ctx: Context, ptr, r, shape: tuple, batch_rank: int) -> None:
         blin = em.linear(idx[:batch_rank], bshape)
         off = b.add(b.mul(blin, em.const_i64(size)), _col_offset(em, idx[batch_rank:], shape))
         S.store(b, S.load(b, em.element_ptr(ptr, et, off), et), em.element_ptr(out, et, em.linear(idx, t.shape)), et)
-    em.loop_nest(list(t.shape), body)
+    _transposing_nest(em, list(t.shape), batch_rank, body)
 
 
 def _slot(ctx: Context, t, value):
