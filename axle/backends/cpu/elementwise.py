@@ -54,6 +54,9 @@ def emit_elementwise(ctx, op: Operation) -> None:
                 S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, shape)), et, mine)
             split_loop(ctx, shape, outer_dim(shape), flat, work)
             return
+        tr = _transpose_at_same_index(ctx, op)
+        if tr is not None and _tiled_transpose(ctx, op, tr, lambda idx: body(idx, mine, other), work):
+            return
         split_loop(ctx, list(t.shape), outer_dim(t.shape), lambda idx: body(idx, mine, other), work)
         return
     # row fusion: per row of the outer `k` dimensions, the fused reductions, then the row
@@ -74,6 +77,78 @@ def emit_elementwise(ctx, op: Operation) -> None:
             del em.scalars[red.results[0]]
     inner = int(np.prod(shape[k:], dtype=np.int64))
     split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * inner * (1 + len(reds)))
+
+
+TRANSPOSE_TILE = 16  # a transpose moving the innermost dimension runs over tiles of 16 x 16
+
+
+def _transpose_at_same_index(ctx, op: Operation) -> Optional[Operation]:
+    """A transpose computed in op's loop at op's own index (op itself, or reached through
+    fused same-shaped elementwise ops: x.T + 1), or None."""
+    from axle.backends.cpu.fusion import _same_index
+    shape = list(_ty(op.results[0]).shape)
+    stack, seen = [op], set()
+    while stack:
+        o = stack.pop()
+        if o.name == "stablehlo.transpose":
+            return o
+        if o is not op and not _same_index(o, o.results[0]):
+            continue
+        for v in o.operands:
+            p = getattr(v, "owner", None)
+            if (isinstance(p, Operation) and p not in seen and not ctx.has_buffer(v)
+                    and len(p.results) == 1 and list(_ty(v).shape) == shape):
+                seen.add(p)
+                stack.append(p)
+    return None
+
+
+def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool:
+    """op's loop when it computes transpose `tr` at its own index and tr's last dimension
+    is not its operand's: over tiles of the two dimensions that are innermost on either
+    side (the result's last, and the one that reads the operand's last), the other
+    dimensions outside. A plain nest reads the operand with a stride of a whole row per
+    element (a new cache line, and past a few KiB a new page, every element); a 16 x 16
+    tile reads and writes whole cache lines."""
+    t = _ty(op.results[0])
+    shape = list(t.shape)
+    perm = list(tr.attr("permutation"))
+    rank = len(shape)
+    if rank < 2 or not t.is_static:
+        return False
+    a, last = perm.index(rank - 1), rank - 1
+    tile = TRANSPOSE_TILE
+    if a == last or shape[a] < 2 * tile or shape[last] < 2 * tile:
+        return False
+    em = ctx.em
+    c64 = em.const_i64
+    outer = [d for d in range(rank) if d not in (a, last)]
+    grid = [shape[d] for d in outer] + [-(-shape[a] // tile), -(-shape[last] // tile)]
+    units = int(np.prod(grid, dtype=np.int64))
+
+    def edge(start, extent):
+        b = em.b
+        end = b.add(start, c64(tile))
+        return b.select(b.icmp_signed("<", end, c64(extent)), end, c64(extent))
+
+    def unit(u):
+        b = em.b
+        g = em.delinear(u, grid)
+        i0, j0 = b.mul(g[-2], c64(tile)), b.mul(g[-1], c64(tile))
+
+        def element(i, j):
+            idx = [None] * rank
+            for d, v in zip(outer, g[:-2]):
+                idx[d] = v
+            idx[a], idx[last] = i, j
+            body(idx)
+        em.for_range_dynamic(i0, edge(i0, shape[a]), lambda i: em.for_range_dynamic(
+            j0, edge(j0, shape[last]), lambda j: element(i, j)))
+
+    from axle.backends.cpu.parallel import split_ranges
+    split_ranges(ctx, units, work * int(np.prod(shape, dtype=np.int64)),
+                 lambda lo, hi: em.for_range_dynamic(lo, hi, unit))
+    return True
 
 
 def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: Optional[Value] = None) -> None:
