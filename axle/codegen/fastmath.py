@@ -3,7 +3,8 @@
 A call to libm (expf, log1pf, tanhf, powf, ...) inside a fused elementwise loop keeps LLVM
 from vectorizing it. The functions here are built only from arithmetic, fma, compares,
 selects, bitcasts, integer ops on the bits and intrinsics with vector forms
-(llvm.fma/fabs/copysign/floor), so a loop over them becomes 8-wide (AVX2) code.
+(llvm.fma/fabs/copysign/floor), and (sin, cos) loads from a small constant table that
+vectorize as gathers, so a loop over them becomes 8-wide (AVX2) code (4-wide where f64).
 
 Each function takes and returns f32 registers; f16 registers are computed in f32 and
 rounded once (`apply`; bf16 registers are f32 already). f64 keeps libm: these

@@ -129,6 +129,17 @@ def tables() -> dict:
     r5 = np.sqrt(L(5))
     g = over_x(((ts * (4 - r5) + 4 + r5) / 2) ** 2)
     put("_ERFINV_S_D", fit(ts, g, 1 / g, range(13)), ts, g, 1 / g)
+    # sin and cos in f64 on 0 < r <= pi/4 (x 1.002; both even in the fitted variable r^2):
+    # (sin r - r) / r^3 and (cos r - 1 + r^2/2) / r^4 as polynomials in r^2, relative to
+    # sin r and cos r
+    h = np.pi / 4 * 1.002
+    xs = grid(-h, h)
+    xs = xs[xs > 0]
+    s2 = xs * xs
+    g, w = (np.sin(xs) - xs) / xs ** 3, xs ** 3 / np.sin(xs)
+    put("_SIN_D", fit(s2, g, w, range(4)), s2, g, w)
+    g, w = (np.cos(xs) - 1 + s2 / 2) / (s2 * s2), s2 * s2 / np.cos(xs)
+    put("_COS_D", fit(s2, g, w, range(4)), s2, g, w)
     # erfc, 0 <= x <= 10.2, in f64: erfc(x) exp(x^2) as a polynomial in t = 2 / (2 + x)
     # (in [0.164, 1]: the scaled function is smooth there, and 1 / x-like towards the end)
     xs = grid(0, 10.2, 1500)
