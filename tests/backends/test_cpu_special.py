@@ -622,3 +622,17 @@ def test_batch_norm_ops_are_expanded():
     got, want = both(text, *[a.astype(np.float32) for a in args])
     for g, w in zip(got, want):  # the expansion rounds in f32, the interpreter once from f64
         assert_close(g, w, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("kind", ["FFT", "IFFT", "RFFT", "IRFFT"])
+def test_fft_writes_into_the_result_buffer(kind, monkeypatch):
+    """The native fft calls pocketfft with the result buffer as its output (no SciPy result
+    array, no copy), with the bits of the interpreter's scipy.fft route."""
+    from axle.backends.cpu import kernels_fft
+    used = []
+    real = kernels_fft._into
+    monkeypatch.setattr(kernels_fft, "_into", lambda *a: used.append(real(*a)) or used[-1])
+    text, x = fft_case(kind, 2, "f32")
+    got, want = both(text, x)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert used and all(used)

@@ -76,11 +76,61 @@ def compute(fft_type: str, lengths: list, x: np.ndarray, out_shape, out_dtype) -
     return result.astype(out_dtype, copy=False)
 
 
+def _pocketfft():
+    """scipy's pocketfft binding (what scipy.fft calls), whose functions write into a given
+    `out` array; None when this SciPy does not have it."""
+    try:
+        from scipy.fft._pocketfft import pypocketfft
+    except ImportError:
+        return None
+    return pypocketfft
+
+
+def _into(fft_type: str, lengths: list, x: np.ndarray, out: np.ndarray) -> bool:
+    """The transform written straight into `out` (the result buffer) by the routine
+    scipy.fft's rfftn / fftn / ifftn / irfftn call, with their normalization: the same
+    bits, without a result array of SciPy's own to allocate (fresh pages every call) and
+    copy. False when it does not apply (the caller goes through compute)."""
+    p = _pocketfft()
+    n = len(lengths)
+    if p is None or x.size == 0 or out.size == 0:
+        return False
+    narrow = out.dtype in (np.dtype(np.float32), np.dtype(np.complex64))
+    axes = list(range(x.ndim - n, x.ndim))
+    workers = 1
+    if x.size >= 1 << 15 and x.ndim > n:
+        from axle.backends.cpu.parallel import thread_count
+        workers = max(1, thread_count())
+    try:
+        with np.errstate(all="ignore"):
+            if fft_type == "RFFT":
+                if list(x.shape[-n:]) != list(lengths):
+                    return False
+                p.r2c(x.astype(np.float32 if narrow else np.float64, copy=False), axes=axes, forward=True,
+                      inorm=0, out=out, nthreads=workers)
+            elif fft_type in ("FFT", "IFFT"):
+                if list(x.shape[-n:]) != list(lengths):
+                    return False
+                p.c2c(x.astype(np.complex64 if narrow else np.complex128, copy=False), axes=axes,
+                      forward=fft_type == "FFT", inorm=0 if fft_type == "FFT" else 2, out=out, nthreads=workers)
+            else:  # IRFFT
+                if list(out.shape[-n:]) != list(lengths) or x.shape[-1] != lengths[-1] // 2 + 1 \
+                        or list(x.shape[-n:-1]) != list(lengths[:-1]):
+                    return False
+                p.c2r(x.astype(np.complex64 if narrow else np.complex128, copy=False), axes=axes,
+                      lastsize=lengths[-1], forward=False, inorm=2, out=out, nthreads=workers)
+    except (TypeError, ValueError, RuntimeError):  # a binding that changed: the public route
+        return False
+    return True
+
+
 def _host(plan: tuple, table) -> None:
     """plan: (fft_type, lengths, in shape/dtype, out shape/dtype)."""
     fft_type, lengths, (ishape, idt), (oshape, odt) = plan
     x = _view(table[0], ishape, idt)
-    np.copyto(_view(table[1], oshape, odt), compute(fft_type, lengths, x, oshape, odt))
+    out = _view(table[1], oshape, odt)
+    if not _into(fft_type, lengths, x, out):
+        np.copyto(out, compute(fft_type, lengths, x, oshape, odt))
 
 
 _CALLBACK = HostCallback(_host)  # key -> the plan (host_callback.py)
