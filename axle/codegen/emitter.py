@@ -410,8 +410,18 @@ class Emitter:
                 sidx[p] = idx[i]
             return self.value_at(op.operands[0], sidx)
         if name == "stablehlo.reshape":
-            st = _ty(op.operands[0])
-            return self.value_at(op.operands[0], self.reshape_index(idx, list(rt.shape), list(st.shape)))
+            # a chain of fused reshapes is one reshape (the row-major order is kept by each):
+            # index the first operand straight from this shape, so that a reshape and its
+            # inverse (around a library dot's result) cost no division and read the element
+            # at the very address the loop writes
+            src = op.operands[0]
+            while (src not in self.buffers and src not in self.scalars and src not in self.row_windows
+                   and getattr(getattr(src, "owner", None), "name", None) == "stablehlo.reshape"):
+                src = src.owner.operands[0]
+            st = _ty(src)
+            if list(st.shape) == list(rt.shape):
+                return self.value_at(src, idx)
+            return self.value_at(src, self.reshape_index(idx, list(rt.shape), list(st.shape)))
         if name == "stablehlo.slice":
             starts, strides = op.attr("start_indices"), op.attr("strides")
             sidx = [i if (s0 == 0 and st == 1) else b.add(b.mul(i, self.const_i64(st)) if st != 1 else i,

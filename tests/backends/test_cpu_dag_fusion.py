@@ -104,3 +104,17 @@ def test_reshape_of_a_broadcast_product_loops_over_the_operand():
     np.testing.assert_array_equal(exe.execute([a, b])[0], np.kron(a, b))
     ir = exe._native(((12, 10), (7, 9))).optimized_ir
     assert " urem " not in ir and " udiv " not in ir
+
+
+def test_a_reshape_and_its_inverse_read_at_the_loop_index():
+    """vmap's dot: the library GEMM's [B*M, N] result is read back as [B, M, N] through two
+    fused reshapes; the chain is one identity reshape (Emitter._op_at), so the in-place
+    tanh over it reads the address it writes and vectorizes (LLVM's run-time overlap check
+    sent it to the scalar loop before)."""
+    f = lambda w, x: jnp.tanh(x @ w)  # noqa: E731
+    r = np.random.default_rng(5)
+    w, x = r.standard_normal((64, 128)).astype(np.float32), r.standard_normal((8, 64, 64)).astype(np.float32)
+    exe = _compile(f, w, x)
+    np.testing.assert_allclose(exe.execute([w, x])[0], np.asarray(jax.jit(f)(w, x)), rtol=3e-6, atol=3e-6)
+    ir = exe._native(((64, 128), (8, 64, 64))).optimized_ir
+    assert " urem " not in ir and " udiv " not in ir
