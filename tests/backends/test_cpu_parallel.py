@@ -226,3 +226,22 @@ def test_leading_axis_reduction_needs_no_temporaries():
     assert exe._static.program.arena_bytes == 0
     x = np.random.default_rng(12).standard_normal((8192, 1024)).astype(np.float32)
     np.testing.assert_allclose(exe(x), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+
+
+def test_a_loop_with_a_fused_row_reduction_is_split_across_threads():
+    """logsumexp's last kernel computes a 2048-element sum per result inside its loop: its
+    work counts the reduction (elementwise._op_work), so it runs on the pool like the work
+    it is, with the results of one thread."""
+    import jax
+    import jax.numpy as jnp
+    import axle
+    from axle.backends.cpu import parallel
+    if parallel.thread_count() < 2:
+        pytest.skip("one thread")
+    x = np.random.default_rng(0).standard_normal((512, 2048)).astype(np.float32)
+    exe = axle.compile(jax.jit(lambda x: jax.nn.logsumexp(x, axis=-1)).lower(x).as_text(), backend="cpu")
+    got = exe.execute([x])[0]
+    np.testing.assert_allclose(got, np.asarray(jax.nn.logsumexp(x, axis=-1)), rtol=1e-6, atol=1e-5)
+    ir = exe._native(((512, 2048),)).optimized_ir
+    import re
+    assert re.search(r"@k\d+\.add\.par\b", ir), "the kernel with the fused sum ran on one thread"
