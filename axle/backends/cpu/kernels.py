@@ -13,6 +13,7 @@ from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
 from axle.codegen.plans.arena import nbytes
+from axle.backends.cpu.scopes import _result_scopes, reads_buffer_of, scoped_accesses  # noqa: F401
 from axle.ir.core import Operation
 
 
@@ -176,50 +177,6 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
         em.loop_nest_range(list(out_ts[0].shape), out_rank - 1, lo, hi, init(results))
         em.loop_nest_range(list(in_t.shape), rank - 1, lo, hi, step(results))
     split_ranges(ctx, in_t.shape[-1], total, columns, chunks=thread_count())
-
-
-def reads_buffer_of(ctx, values: list, r) -> bool:
-    """Whether a value with a buffer among `values` or read through fused values from them
-    shares r's buffer."""
-    seen, stack = set(), list(values)
-    while stack:
-        v = stack.pop()
-        if v in seen or not hasattr(v, "type"):
-            continue
-        seen.add(v)
-        if ctx.has_buffer(v):
-            if ctx.same_buffer(v, r):
-                return True
-            continue
-        o = getattr(v, "owner", None)
-        if isinstance(o, Operation):
-            stack.extend(o.operands)
-    return False
-
-
-def scoped_accesses(ctx, reads: list, results: list):
-    """(metadata for the stores of `results`, metadata for the reads of `reads`) that tell
-    LLVM the two never overlap: a new alias scope on the results' accesses and its noalias
-    on the reads, when no buffer among `reads` (or read through their fused producers)
-    shares a result's buffer; else (None, None). Without it LLVM must assume that every
-    store into a result may change any value the loop reads through a pointer: a loop
-    index kept in a buffer (a scan's counter) is reloaded after every element, and the
-    loop does not vectorize."""
-    if any(reads_buffer_of(ctx, list(reads), r) for r in results):
-        return None, None
-    scopes = _result_scopes(ctx)
-    return {"alias.scope": scopes}, {"noalias": scopes}
-
-
-def _result_scopes(ctx):
-    """A list of one new LLVM alias scope (in a domain of its own) for one kernel's results."""
-    from llvmlite import ir as _ir
-    mod = ctx.mod
-    n = getattr(mod, "_axle_scopes", 0)
-    mod._axle_scopes = n + 1
-    domain = mod.add_metadata([_ir.MetaDataString(mod, f"axle.results.domain.{n}")])
-    scope = mod.add_metadata([_ir.MetaDataString(mod, f"axle.results.{n}"), domain])
-    return mod.add_metadata([scope])
 
 
 REDUCE_PARTS = 4  # parts of the leading axis of a split reduction (fixed: results do not depend on threads)

@@ -56,7 +56,7 @@ def rows_plan(op: Operation) -> Optional[dict]:
 
 
 def emit_rows_dot(ctx, op: Operation, plan: dict) -> None:
-    from axle.backends.cpu.kernels import _result_scopes, reads_buffer_of
+    from axle.backends.cpu.scopes import _result_scopes, reads_buffer_of
     from axle.backends.cpu.parallel import split_ranges
     em = ctx.em
     c64 = em.const_i64
