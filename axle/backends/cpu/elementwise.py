@@ -36,7 +36,7 @@ def emit_elementwise(ctx, op: Operation) -> None:
     work = 1 + sum(_op_work(o) for o in ctx.kernels[-1].fused if o.name not in MOVES) if ctx.kernels else 1
     rows = ctx.row_fusions.get(op)
     if rows is None:
-        mine, other = scoped_accesses(ctx, op.operands, [r])
+        mine, other = scoped_accesses(ctx, op.operands, [r]) if _reads_through_pointers(ctx, op) else (None, None)
         src = op.operands[0] if op.name == "stablehlo.reshape" else None
         if src is not None and _ty(src).is_static and _ty(src).rank > 0:
             # a reshape keeps the row-major order: loop over its operand's shape, store at
@@ -77,6 +77,34 @@ def emit_elementwise(ctx, op: Operation) -> None:
             del em.scalars[red.results[0]]
     inner = int(np.prod(shape[k:], dtype=np.int64))
     split_loop(ctx, shape[:k], outer_dim(shape[:k]), row, work * inner * (1 + len(reds)))
+
+
+INDIRECT = ("stablehlo.dynamic_slice", "stablehlo.gather", "stablehlo.dynamic_update_slice")
+
+
+def _reads_through_pointers(ctx, op: Operation) -> bool:
+    """Whether op's loop reads at run-time positions (a dynamic slice or gather fused into
+    it) or a scalar buffer (a loop counter): then alias scopes let LLVM keep those loads
+    out of the loop. A loop reading its operands at its own index gains nothing from them
+    (LLVM's run-time overlap check is cheap there), and measured slower with them (an
+    elementwise GELU, 0.80 -> 0.91-1.01 ms: the vectorizer chose another shape)."""
+    seen, stack = set(), [op]
+    while stack:
+        o = stack.pop()
+        if o.name in INDIRECT:
+            return True
+        for v in o.operands:
+            if v in ctx.em.buffers:
+                if _ty(v).rank == 0:
+                    return True
+                continue
+            if ctx.has_buffer(v):  # a constant
+                continue
+            p = getattr(v, "owner", None)
+            if isinstance(p, Operation) and p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return False
 
 
 def _op_work(o: Operation) -> int:
