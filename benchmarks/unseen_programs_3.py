@@ -105,6 +105,14 @@ def _():
         keep = jax.random.bernoulli(jax.random.wrap_key_data(key), 0.9, s.shape)
         return jnp.einsum("bqk,bkd->bqd", jnp.where(keep, s / 0.9, 0.0), v)
     return f, (f32(16, 256, 64), f32(16, 256, 64), f32(16, 256, 64), np.array([5, 6], np.uint32))
+@prog("depthwise_nchw")
+def _():
+    def f(x, w): return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=64)
+    return f, (f32(16, 64, 56, 56), f32(64, 1, 3, 3, scale=0.1))
+@prog("smooth_rows_1d")
+def _():
+    def f(x, k): return lax.conv_general_dilated(x[:, None, :], k[None, None, :], (1,), "SAME")[:, 0, :]
+    return f, (f32(256, 4096), f32(31))
 @prog("huber_grad")
 def _():
     def loss(p, y): return jnp.mean(jnp.where(jnp.abs(p - y) < 1.0, 0.5 * (p - y) ** 2, jnp.abs(p - y) - 0.5))

@@ -1,0 +1,161 @@
+"""Convolutions with few features per group and a spatial dimension innermost, as rows.
+
+Depthwise convolutions in NCHW (PyTorch's layout; MobileNet), one-channel signal and image
+filters (`jnp.convolve`, smoothing along rows): each group has one or two input and output
+features, so im2col + GEMM multiplies a patch matrix by a matrix of one column, and the
+generic loop sums per output element across the window. Here, per row of the output (all
+of its indices but the innermost spatial one) and tile of TILE outputs along it, the
+outputs are zeroed, then for every input feature of the group and every window position
+(the outer spatial taps tested against the input's bounds once, the innermost one bounding
+the inner loop) `out[j] += w * x[j * stride + tap * dilation - pad]`: the inner loop runs
+along contiguous outputs and inputs (strided by the window stride) and vectorizes; each
+output sums its products in (input feature, window position) order.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from llvmlite import ir
+
+from axle.codegen import scalar as S
+from axle.codegen.emitter import _ty
+from axle.codegen.scalar import I1
+from axle.codegen.scalar_ops import RULES
+from axle.ir.core import Operation
+
+MAX_FEATURES = 4  # input x output features per group at most (depthwise: 1 x 1)
+MIN_ROW = 16  # outputs along the innermost spatial dimension at least
+TILE = 512  # outputs of a row combined together
+
+
+def rows_plan(op: Operation) -> Optional[dict]:
+    from axle.backends.cpu.kernels_conv_general import conv_window
+    lhs, rhs = op.operands
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    et = ot.element_type
+    if not (et.is_float and et.bitwidth in (32, 64)) or lt.element_type != et or kt.element_type != et:
+        return None
+    if not (lt.is_static and kt.is_static and ot.is_static) or 0 in ot.shape or 0 in lt.shape:
+        return None
+    dn = op.attr("dimension_numbers")
+    isp, ksp, osp = dn["input_spatial_dimensions"], dn["kernel_spatial_dimensions"], dn["output_spatial_dimensions"]
+    if not isp or isp[-1] != lt.rank - 1 or osp[-1] != ot.rank - 1:
+        return None
+    strides, pad_lo, ldil, rdil, rev, fgc, bgc = conv_window(op)
+    if bgc != 1 or any(d != 1 for d in ldil) or any(rev):
+        return None
+    cin_g = kt.shape[dn["kernel_input_feature_dimension"]]
+    fout = ot.shape[dn["output_feature_dimension"]]
+    if fout % fgc or cin_g * (fout // fgc) > MAX_FEATURES or ot.shape[-1] < MIN_ROW:
+        return None
+    return {"dn": dn, "strides": strides, "pad_lo": pad_lo, "rdil": rdil, "groups": fgc, "cin_g": cin_g,
+            "cout_g": fout // fgc}
+
+
+def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
+    from axle.backends.cpu.parallel import split_ranges
+    from axle.backends.cpu.scopes import scoped_accesses
+    em = ctx.em
+    c64 = em.const_i64
+    lhs, rhs = op.operands
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    et = ot.element_type
+    dn, strides, pad_lo, rdil = plan["dn"], plan["strides"], plan["pad_lo"], plan["rdil"]
+    cin_g, cout_g = plan["cin_g"], plan["cout_g"]
+    ib, if_, isp = dn["input_batch_dimension"], dn["input_feature_dimension"], dn["input_spatial_dimensions"]
+    ki, ko, ksp = (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
+                   dn["kernel_spatial_dimensions"])
+    ob, of, osp = dn["output_batch_dimension"], dn["output_feature_dimension"], dn["output_spatial_dimensions"]
+    nsp = len(isp)
+    add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
+    mine, other = scoped_accesses(ctx, list(op.operands), [op.results[0]])
+    row_dims = list(range(ot.rank - 1))  # every output dimension but the innermost spatial one
+    row_shape = [ot.shape[d] for d in row_dims]
+    rows = 1
+    for d in row_shape:
+        rows *= d
+    length = ot.shape[-1]
+    n_tiles = -(-length // TILE)
+    s_last, d_last, p_last, n_last = strides[-1], rdil[-1], pad_lo[-1], lt.shape[isp[-1]]
+    taps_outer = [kt.shape[d] for d in ksp[:-1]]
+    taps_last = kt.shape[ksp[-1]]
+
+    def read(v, idx):
+        em.read_metadata = other
+        try:
+            return em.value_at(v, idx)
+        finally:
+            em.read_metadata = None
+
+    def unit(u):
+        b = em.b
+        dst = ctx.buffer(op.results[0])
+        ridx = em.delinear(b.udiv(u, c64(n_tiles)), row_shape)
+        oidx = dict(zip(row_dims, ridx))
+        jlo = b.mul(b.urem(u, c64(n_tiles)), c64(TILE))
+        end = b.add(jlo, c64(TILE))
+        jhi = b.select(b.icmp_signed("<", end, c64(length)), end, c64(length))
+        base = em.linear([oidx[d] for d in row_dims] + [c64(0)], list(ot.shape))
+        fo = oidx[of]
+        group = b.udiv(fo, c64(cout_g)) if cout_g > 1 else fo
+
+        def zero(j):
+            S.store(em.b, S.constant(et, 0), em.element_ptr(dst, et, em.b.add(base, j)), et, mine)
+        em.for_range_dynamic(jlo, jhi, zero)
+
+        def feature(ci):
+            def outer_taps(kidx):
+                b2 = em.b
+                ok = ir.Constant(I1, 1)
+                lidx = [None] * lt.rank
+                lidx[ib] = oidx[ob]
+                lidx[if_] = b2.add(b2.mul(group, c64(cin_g)), ci)
+                for i in range(nsp - 1):
+                    p = b2.sub(b2.add(b2.mul(oidx[osp[i]], c64(strides[i])), b2.mul(kidx[i], c64(rdil[i]))),
+                               c64(pad_lo[i]))
+                    ok = b2.and_(ok, b2.icmp_signed(">=", p, c64(0)))
+                    ok = b2.and_(ok, b2.icmp_signed("<", p, c64(lt.shape[isp[i]])))
+                    lidx[isp[i]] = p
+
+                def last_taps(kw):
+                    b3 = em.b
+                    widx = [None] * kt.rank
+                    widx[ki], widx[ko] = ci, fo
+                    for i in range(nsp - 1):
+                        widx[ksp[i]] = kidx[i]
+                    widx[ksp[-1]] = kw
+                    w = read(rhs, widx)
+                    off = b3.sub(b3.mul(kw, c64(d_last)), c64(p_last))  # input index of output 0
+                    first = b3.sdiv(b3.add(b3.neg(off), c64(s_last - 1)), c64(s_last))
+                    lo = b3.select(b3.icmp_signed(">", off, c64(0)), c64(0), first)
+                    lo = b3.select(b3.icmp_signed(">", lo, jlo), lo, jlo)
+                    room = b3.sub(c64(n_last - 1), off)
+                    hi = b3.select(b3.icmp_signed("<", room, c64(0)), c64(0), b3.add(b3.sdiv(room, c64(s_last)), c64(1)))
+                    hi = b3.select(b3.icmp_signed("<", hi, jhi), hi, jhi)
+
+                    def element(j):
+                        b4 = em.b
+                        li = list(lidx)
+                        li[isp[-1]] = b4.add(b4.mul(j, c64(s_last)), off)
+                        p = em.element_ptr(dst, et, b4.add(base, j))
+                        acc = S.load(b4, p, et, mine)
+                        S.store(b4, add(em, et, [acc, mul(em, et, [w, read(lhs, li)], op)], op), p, et, mine)
+                    em.for_range_dynamic(lo, hi, element)
+
+                with em.b.if_then(ok) if nsp > 1 else _nothing():
+                    em.for_range_dynamic(c64(0), c64(taps_last), last_taps)
+            em.loop_nest(taps_outer, outer_taps)
+        em.for_range_dynamic(c64(0), c64(cin_g), feature)
+
+    work = rows * length * cin_g * taps_last
+    for t in taps_outer:
+        work *= t
+    split_ranges(ctx, rows * n_tiles, work, lambda lo, hi: em.for_range_dynamic(lo, hi, unit))
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
