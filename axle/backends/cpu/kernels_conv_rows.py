@@ -38,7 +38,7 @@ def rows_plan(op: Operation) -> Optional[dict]:
     if not (lt.is_static and kt.is_static and ot.is_static) or 0 in ot.shape or 0 in lt.shape:
         return None
     dn = op.attr("dimension_numbers")
-    isp, ksp, osp = dn["input_spatial_dimensions"], dn["kernel_spatial_dimensions"], dn["output_spatial_dimensions"]
+    isp, osp = dn["input_spatial_dimensions"], dn["output_spatial_dimensions"]
     if not isp or isp[-1] != lt.rank - 1 or osp[-1] != ot.rank - 1:
         return None
     strides, pad_lo, ldil, rdil, rev, fgc, bgc = conv_window(op)
