@@ -139,10 +139,12 @@ class _Fn:
         length of its dependency chain, not its instruction count, set the speed of the
         transcendental kernels (exp over 1M floats on one Zen 3 core: 24 cycles per vector
         with Horner)."""
-        terms = [self.c(c) for c in coeffs]
+        return self._estrin(x, [self.c(c) for c in coeffs], self.fma)
+
+    def _estrin(self, x, terms, fma):
         power = x
         while len(terms) > 1:
-            terms = [self.fma(power, terms[i + 1], terms[i]) if i + 1 < len(terms) else terms[i]
+            terms = [fma(power, terms[i + 1], terms[i]) if i + 1 < len(terms) else terms[i]
                      for i in range(0, len(terms), 2)]
             if len(terms) > 1:
                 power = self.b.fmul(power, power)
@@ -162,14 +164,7 @@ class _Fn:
 
     def destrin(self, x, coeffs):
         """f64 c0 + c1 x + ... by Estrin's scheme (see horner)."""
-        terms = [self.dc(c) for c in coeffs]
-        power = x
-        while len(terms) > 1:
-            terms = [self.dfma(power, terms[i + 1], terms[i]) if i + 1 < len(terms) else terms[i]
-                     for i in range(0, len(terms), 2)]
-            if len(terms) > 1:
-                power = self.b.fmul(power, power)
-        return terms[0]
+        return self._estrin(x, [self.dc(c) for c in coeffs], self.dfma)
 
     def call(self, name, *args):
         return self.e.intrinsic(name, F32, list(args))

@@ -14,12 +14,9 @@ R = np.random.default_rng(0)
 
 
 @pytest.fixture(autouse=True)
-def _rows_calls(monkeypatch):
-    from axle.backends.cpu import kernels_conv_rows
-    calls = []
-    real = kernels_conv_rows.emit_rows_conv
-    monkeypatch.setattr(kernels_conv_rows, "emit_rows_conv", lambda *a: (calls.append(1), real(*a)))
-    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+def _used(calls_of):
+    """Every test here must run through emit_rows_conv (tests/backends/conftest.py)."""
+    calls = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_rows_conv")
     yield
     assert calls, "the rows convolution kernel was not used"
 

@@ -14,13 +14,9 @@ import axle  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _rows_calls(monkeypatch):
-    """Every test here must run through the rows kernel (counted)."""
-    from axle.backends.cpu import kernels_dot_rows
-    calls = []
-    real = kernels_dot_rows.emit_rows_dot
-    monkeypatch.setattr(kernels_dot_rows, "emit_rows_dot", lambda *a: (calls.append(1), real(*a)))
-    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+def _used(calls_of):
+    """Every test here must run through emit_rows_dot (tests/backends/conftest.py)."""
+    calls = calls_of("axle.backends.cpu.kernels_dot_rows", "emit_rows_dot")
     yield
     assert calls, "the rows dot kernel was not used"
 

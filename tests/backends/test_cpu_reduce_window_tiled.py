@@ -15,13 +15,9 @@ import axle  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _tiled_calls(monkeypatch):
-    """Every test here must run through the tiled kernel (counted)."""
-    from axle.backends.cpu import kernels_window
-    calls = []
-    real = kernels_window._reduce_window_tiled
-    monkeypatch.setattr(kernels_window, "_reduce_window_tiled", lambda *a: (calls.append(1), real(*a)))
-    monkeypatch.setenv("AXLE_CACHE_DIR", "off")  # compile here, not from the disk cache
+def _used(calls_of):
+    """Every test here must run through _reduce_window_tiled (tests/backends/conftest.py)."""
+    calls = calls_of("axle.backends.cpu.kernels_window", "_reduce_window_tiled")
     yield
     assert calls, "the tiled reduce_window kernel was not used"
 
