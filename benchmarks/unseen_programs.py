@@ -321,10 +321,28 @@ def bench(name: str, reps: int = 7) -> None:
     libs = sorted({k.library for k in exe.program.kernels if getattr(k, "library", None)})
     print(f"{name:22s} axle {a:9.3f} ms  xla {x:9.3f} ms  xla/axle {x / a:6.2f}  err {err:.1e}  compile {ct:.2f}s  {','.join(libs)[:60]}", flush=True)
 
-if __name__ == "__main__":
-    names = sys.argv[1].split(",") if len(sys.argv) > 1 else list(P)
+def sweep():
+    """(table, decorator) for a further sweep's programs (unseen_programs_2.py, _3.py): the
+    decorator registers each in the sweep's table and in P, where bench() finds it."""
+    table = {}
+
+    def program(name):
+        def deco(f):
+            table[name] = P[name] = f
+            return f
+        return deco
+    return table, program
+
+
+def main(table) -> None:
+    """Bench the programs named on the command line (comma-separated), else all of table's."""
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else list(table)
     for n in names:
         try:
             bench(n)
         except Exception as e:  # a failure is a finding: report it and go on
             print(f"{n:22s} FAILED {type(e).__name__}: {str(e)[:200]}", flush=True)
+
+
+if __name__ == "__main__":
+    main(P)

@@ -9,7 +9,6 @@ sparse products by segment sums, multi-key sorts, special functions, integer has
 
 Usage: python benchmarks/unseen_programs_2.py [name,name,...]   (default: all)
 Results: benchmarks/results/unseen-programs.md (second sweep)."""
-import sys
 
 import numpy as np
 import jax
@@ -22,10 +21,7 @@ import unseen_programs as U
 R = np.random.default_rng(1)
 f32 = U.f32
 BF = ml_dtypes.bfloat16
-P = {}
-def prog(name):
-    def deco(f): P[name] = f; U.P[name] = f; return f
-    return deco
+P, prog = U.sweep()
 def ints(lo, hi, *s, dt=np.int32): return R.integers(lo, hi, s).astype(dt)
 
 @prog("causal_attention")
@@ -265,9 +261,4 @@ def _(): return (lambda x: jnp.concatenate([jnp.roll(x, 3, 1), jnp.roll(x, -5, 0
 def _(): return (lambda x: jnp.argmin(x, axis=1)), (ints(-10**6, 10**6, 2048, 2048),)
 
 if __name__ == "__main__":
-    names = sys.argv[1].split(",") if len(sys.argv) > 1 else list(P)
-    for n in names:
-        try:
-            U.bench(n)
-        except Exception as e:  # a failure is a finding
-            print(f"{n:22s} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+    U.main(P)

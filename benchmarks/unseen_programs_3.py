@@ -3,7 +3,6 @@ session): vmapped models, distances, variadic reductions, 2-D FFTs, image dtype
 conversions, random sampling, scatter-set, segment max, tiling and repeats.
 
 Same harness as unseen_programs.py. Usage: python benchmarks/unseen_programs_3.py [names]"""
-import sys
 
 import numpy as np
 import jax
@@ -16,10 +15,7 @@ import unseen_programs as U
 R = np.random.default_rng(2)
 f32 = U.f32
 BF = ml_dtypes.bfloat16
-P = {}
-def prog(name):
-    def deco(f): P[name] = f; U.P[name] = f; return f
-    return deco
+P, prog = U.sweep()
 def ints(lo, hi, *s, dt=np.int32): return R.integers(lo, hi, s).astype(dt)
 
 @prog("vmap_mlp")
@@ -121,9 +117,4 @@ def _():
 def _(): return (lambda x: jax.nn.softplus(x) * jax.nn.silu(x) + jax.nn.mish(x) if hasattr(jax.nn, "mish") else jax.nn.softplus(x) * jax.nn.silu(x)), (f32(2048, 2048),)
 
 if __name__ == "__main__":
-    names = sys.argv[1].split(",") if len(sys.argv) > 1 else list(P)
-    for n in names:
-        try:
-            U.bench(n)
-        except Exception as e:  # a failure is a finding
-            print(f"{n:22s} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+    U.main(P)

@@ -10,6 +10,7 @@ emitter asks its `target` (target.py), which the backend passes in.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Optional
 
 import numpy as np
@@ -232,6 +233,38 @@ class Emitter:
             data = np.ascontiguousarray(arr.astype(np.uint8) if _ty(v).element_type.is_bool else arr).tobytes()
             g = self._const_globals[op] = self.global_bytes(data)
         return g
+
+    @contextlib.contextmanager
+    def reading(self, metadata: Optional[dict]):
+        """Buffer loads emitted inside carry `metadata` (an alias scope's noalias: see
+        backends/cpu/scopes.py); None adds nothing."""
+        saved = self.read_metadata
+        self.read_metadata = metadata
+        try:
+            yield
+        finally:
+            self.read_metadata = saved
+
+    def smin(self, x, y):
+        return self.b.select(self.b.icmp_signed("<", x, y), x, y)
+
+    def smax(self, x, y):
+        return self.b.select(self.b.icmp_signed(">", x, y), x, y)
+
+    def tile_end(self, start, tile: int, extent: int):
+        """min(start + tile, extent): the end of a tile of a dimension of `extent`."""
+        return self.smin(self.b.add(start, self.const_i64(tile)), self.const_i64(extent))
+
+    def strided_range(self, off, stride: int, extent: int, lo, hi):
+        """The j in [lo, hi) with 0 <= j * stride + off < extent (a window position's
+        results that read inside a dimension of `extent`), as (start, end); start >= end
+        when there are none. lo, hi >= 0."""
+        b, c = self.b, self.const_i64
+        first = b.sdiv(b.add(b.neg(off), c(stride - 1)), c(stride))  # ceil(-off / stride)
+        start = self.smax(lo, b.select(b.icmp_signed(">", off, c(0)), c(0), first))
+        room = b.sub(c(extent - 1), off)
+        end = b.select(b.icmp_signed("<", room, c(0)), c(0), b.add(b.sdiv(room, c(stride)), c(1)))
+        return start, self.smin(hi, end)
 
     def alloca(self, t: ir.Type):
         """A stack slot in the function's entry block (where mem2reg can promote it; an

@@ -27,11 +27,8 @@ def emit_elementwise(ctx, op: Operation) -> None:
 
     def body(idx, mine=None, other=None):
         dst = ctx.buffer(r)  # resolved in whichever function the loop lands in
-        em.read_metadata = other
-        try:
+        with em.reading(other):
             v = em.op_at(op, idx)
-        finally:
-            em.read_metadata = None
         S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, t.shape)), et, mine)
     work = 1 + sum(_op_work(o) for o in ctx.kernels[-1].fused if o.name not in MOVES) if ctx.kernels else 1
     rows = ctx.row_fusions.get(op)
@@ -46,11 +43,8 @@ def emit_elementwise(ctx, op: Operation) -> None:
 
             def flat(idx):
                 dst = ctx.buffer(r)
-                em.read_metadata = other
-                try:
+                with em.reading(other):
                     v = em.value_at(src, idx)
-                finally:
-                    em.read_metadata = None
                 S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, shape)), et, mine)
             split_loop(ctx, shape, outer_dim(shape), flat, work)
             return
@@ -166,11 +160,6 @@ def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool
     grid = [shape[d] for d in outer] + [-(-shape[a] // tile), -(-shape[last] // tile)]
     units = int(np.prod(grid, dtype=np.int64))
 
-    def edge(start, extent):
-        b = em.b
-        end = b.add(start, c64(tile))
-        return b.select(b.icmp_signed("<", end, c64(extent)), end, c64(extent))
-
     def unit(u):
         b = em.b
         g = em.delinear(u, grid)
@@ -182,8 +171,8 @@ def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool
                 idx[d] = v
             idx[a], idx[last] = i, j
             body(idx)
-        em.for_range_dynamic(i0, edge(i0, shape[a]), lambda i: em.for_range_dynamic(
-            j0, edge(j0, shape[last]), lambda j: element(i, j)))
+        em.for_range_dynamic(i0, em.tile_end(i0, tile, shape[a]), lambda i: em.for_range_dynamic(
+            j0, em.tile_end(j0, tile, shape[last]), lambda j: element(i, j)))
 
     from axle.backends.cpu.parallel import split_ranges
     split_ranges(ctx, units, work * int(np.prod(shape, dtype=np.int64)),

@@ -155,11 +155,8 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
             ptrs = [em.element_ptr(r, t.element_type, em.linear(out_idx, t.shape)) for r, t in zip(targets, out_ts)]
             mine = {"alias.scope": scopes} if scopes is not None else None
             accs = [S.load(b, p, t.element_type, mine) for p, t in zip(ptrs, out_ts)]
-            em.read_metadata = {"noalias": scopes} if scopes is not None else None
-            try:
+            with em.reading({"noalias": scopes} if scopes is not None else None):
                 xs = [em.value_at(v, full) for v in inputs]
-            finally:
-                em.read_metadata = None
             new = em.region_scalars(op.regions[0], accs + xs)
             for p, t, x in zip(ptrs, out_ts, new):
                 S.store(b, x, p, t.element_type, mine)

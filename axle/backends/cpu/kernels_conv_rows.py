@@ -13,6 +13,7 @@ output sums its products in (input feature, window position) order.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 from llvmlite import ir
@@ -81,11 +82,8 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
     taps_last = kt.shape[ksp[-1]]
 
     def read(v, idx):
-        em.read_metadata = other
-        try:
+        with em.reading(other):
             return em.value_at(v, idx)
-        finally:
-            em.read_metadata = None
 
     def unit(u):
         b = em.b
@@ -93,8 +91,7 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
         ridx = em.delinear(b.udiv(u, c64(n_tiles)), row_shape)
         oidx = dict(zip(row_dims, ridx))
         jlo = b.mul(b.urem(u, c64(n_tiles)), c64(TILE))
-        end = b.add(jlo, c64(TILE))
-        jhi = b.select(b.icmp_signed("<", end, c64(length)), end, c64(length))
+        jhi = em.tile_end(jlo, TILE, length)
         base = em.linear([oidx[d] for d in row_dims] + [c64(0)], list(ot.shape))
         fo = oidx[of]
         group = b.udiv(fo, c64(cout_g)) if cout_g > 1 else fo
@@ -126,12 +123,7 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
                     widx[ksp[-1]] = kw
                     w = read(rhs, widx)
                     off = b3.sub(b3.mul(kw, c64(d_last)), c64(p_last))  # input index of output 0
-                    first = b3.sdiv(b3.add(b3.neg(off), c64(s_last - 1)), c64(s_last))
-                    lo = b3.select(b3.icmp_signed(">", off, c64(0)), c64(0), first)
-                    lo = b3.select(b3.icmp_signed(">", lo, jlo), lo, jlo)
-                    room = b3.sub(c64(n_last - 1), off)
-                    hi = b3.select(b3.icmp_signed("<", room, c64(0)), c64(0), b3.add(b3.sdiv(room, c64(s_last)), c64(1)))
-                    hi = b3.select(b3.icmp_signed("<", hi, jhi), hi, jhi)
+                    lo, hi = em.strided_range(off, s_last, n_last, jlo, jhi)
 
                     def element(j):
                         b4 = em.b
@@ -142,7 +134,7 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
                         S.store(b4, add(em, et, [acc, mul(em, et, [w, read(lhs, li)], op)], op), p, et, mine)
                     em.for_range_dynamic(lo, hi, element)
 
-                with em.b.if_then(ok) if nsp > 1 else _nothing():
+                with em.b.if_then(ok) if nsp > 1 else contextlib.nullcontext():
                     em.for_range_dynamic(c64(0), c64(taps_last), last_taps)
             em.loop_nest(taps_outer, outer_taps)
         em.for_range_dynamic(c64(0), c64(cin_g), feature)
@@ -151,11 +143,3 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
     for t in taps_outer:
         work *= t
     split_ranges(ctx, rows * n_tiles, work, lambda lo, hi: em.for_range_dynamic(lo, hi, unit))
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -82,7 +82,7 @@ def emit_rows_dot(ctx, op: Operation, plan: dict) -> None:
         b = em.b
         bidx = em.delinear(bi, bshape) if bshape else []
         jlo = b.mul(tile, c64(JT))
-        jhi = b.select(b.icmp_signed("<", b.add(jlo, c64(JT)), c64(n)), b.add(jlo, c64(JT)), c64(n))
+        jhi = em.tile_end(jlo, JT, n)
         dst = ctx.buffer(op.results[0])
         rbuf = ctx.buffer(rhs)
         out_rows = [b.mul(b.add(b.mul(bi, c64(m)), b.add(i0, c64(r))), c64(n)) for r in range(rows)]
@@ -97,14 +97,11 @@ def emit_rows_dot(ctx, op: Operation, plan: dict) -> None:
             cidx = em.delinear(kk, cshape) if cshape else []
             zeros = [c64(0)] * len(rshape)
             a = []
-            em.read_metadata = other
-            try:
+            with em.reading(other):
                 for r in range(rows):
                     li = em.delinear(bb.add(i0, c64(r)), lshape) if lshape else []
                     lfull, _ = dims.operand_indices(bidx, li, zeros, cidx)
                     a.append(convert(em, lt.element_type, oet, em.value_at(lhs, lfull)))
-            finally:
-                em.read_metadata = None
             _, rfull = dims.operand_indices(bidx, [], zeros, cidx)
             rbase = em.linear(rfull, list(rt.shape))
 

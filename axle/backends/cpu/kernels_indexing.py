@@ -41,11 +41,8 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
 
     def body(ui):
         ri = [b.add(i, s) for i, s in zip(ui, starts)]
-        em.read_metadata = other
-        try:
+        with em.reading(other):
             v = em.value_at(update, ui)
-        finally:
-            em.read_metadata = None
         S.store(b, v, em.element_ptr(dst, t.element_type, em.linear(ri, t.shape)), t.element_type, mine)
 
     em.loop_nest(list(ut.shape), body)

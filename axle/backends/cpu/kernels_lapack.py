@@ -86,16 +86,11 @@ def _transposing_nest(em, shape: list, batch_rank: int, body) -> None:
     tile = TRANSPOSE_TILE
     c64 = em.const_i64
 
-    def edge(start, extent):
-        b = em.b
-        end = b.add(start, c64(tile))
-        return b.select(b.icmp_signed("<", end, c64(extent)), end, c64(extent))
-
     def tiles(outer):
         i0 = em.b.mul(outer[-2], c64(tile))
         j0 = em.b.mul(outer[-1], c64(tile))
-        em.for_range_dynamic(i0, edge(i0, m), lambda i: em.for_range_dynamic(
-            j0, edge(j0, n), lambda j: body(list(outer[:-2]) + [i, j])))
+        em.for_range_dynamic(i0, em.tile_end(i0, tile, m), lambda i: em.for_range_dynamic(
+            j0, em.tile_end(j0, tile, n), lambda j: body(list(outer[:-2]) + [i, j])))
     em.loop_nest(list(shape[:-2]) + [-(-m // tile), -(-n // tile)], tiles)
 
 

@@ -127,7 +127,7 @@ def _reduce_window_tiled(ctx: Context, op: Operation, inputs, inits, it, out_ts,
             b = em.b
             row = em.delinear(b.udiv(u, c64(n_tiles)), row_shape) if row_shape else []
             tlo = b.mul(b.urem(u, c64(n_tiles)), c64(TILE))
-            thi = b.select(b.icmp_signed("<", b.add(tlo, c64(TILE)), c64(length)), b.add(tlo, c64(TILE)), c64(length))
+            thi = em.tile_end(tlo, TILE, length)
 
             def ptrs(j):
                 lin = em.linear(row + [j], shape)
@@ -160,12 +160,7 @@ def _reduce_window_tiled(ctx: Context, op: Operation, inputs, inits, it, out_ts,
                 off = b.sub(b.mul(widx[last], c64(d_last)), c64(p_last))  # input index of result 0
                 jlo, jhi = tlo, thi
                 if not inside[last]:  # results j with 0 <= j * stride + off < n_last
-                    first = b.sdiv(b.add(b.neg(off), c64(s_last - 1)), c64(s_last))
-                    jlo = _smax(b, jlo, b.select(b.icmp_signed(">", off, c64(0)), c64(0), first))
-                    room = b.sub(c64(n_last - 1), off)
-                    end = b.select(b.icmp_signed("<", room, c64(0)), c64(0),
-                                   b.add(b.sdiv(room, c64(s_last)), c64(1)))
-                    jhi = _smin(b, jhi, end)
+                    jlo, jhi = em.strided_range(off, s_last, n_last, tlo, thi)
 
                 def element(j):
                     bb = em.b
@@ -173,11 +168,8 @@ def _reduce_window_tiled(ctx: Context, op: Operation, inputs, inits, it, out_ts,
                     accs = [S.load(bb, p, t.element_type, mine) for p, t in zip(ps, out_ts)]
                     at = bb.add(bb.mul(j, c64(s_last)), off)
                     for k in range(group):
-                        em.read_metadata = {"noalias": scopes} if scopes is not None else None
-                        try:
+                        with em.reading({"noalias": scopes} if scopes is not None else None):
                             xs = [em.value_at(v, src + [bb.add(at, c64(k * d_last))]) for v in inputs]
-                        finally:
-                            em.read_metadata = None
                         accs = em.region_scalars(op.regions[0], accs + xs)
                     for p, t, x in zip(ps, out_ts, accs):
                         S.store(bb, x, p, t.element_type, mine)
@@ -202,14 +194,6 @@ def _reduce_window_tiled(ctx: Context, op: Operation, inputs, inits, it, out_ts,
 
     from axle.backends.cpu.parallel import split_ranges
     split_ranges(ctx, rows * n_tiles, rows * length * window_size, units)
-
-
-def _smax(b, x, y):
-    return b.select(b.icmp_signed(">", x, y), x, y)
-
-
-def _smin(b, x, y):
-    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def _pool_convolution_rows(ctx: Context, op: Operation, conv: Operation, body, window_size: int) -> None:
