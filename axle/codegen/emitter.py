@@ -128,6 +128,7 @@ class Emitter:
         self.b = builder
         self.target = target  # what differs between machines (target.py): math calls, FMA, globals
         self.buffers = buffers  # value -> ir pointer (i8*) of its buffer
+        self.concat_parts: dict = {}  # a concatenate -> the operand a loop over its part reads (elementwise.py)
         self._memo: dict = {}  # op_at's values: (op, index, block) ids -> (op, index, block, value)
         self.read_metadata = None  # LLVM metadata put on the loads of buffers (alias scopes)
         self._globals = 0
@@ -495,6 +496,10 @@ class Emitter:
             offsets.append(off)
             off += _ty(v).shape[dim]
         t = S.reg_type(rt.element_type)
+        part = self.concat_parts.get(op)
+        if part is not None:  # this loop runs over one operand's part: no choice per element
+            return self.value_at(op.operands[part], idx[:dim] + [b.sub(idx[dim], self.const_i64(offsets[part]))]
+                                 + idx[dim + 1:])
 
         def pick(k):
             v = op.operands[k]

@@ -43,6 +43,15 @@ def check_arguments(fn: Operation, args: Sequence, where: str = "") -> list:
                     except (TypeError, ValueError, OverflowError) as e:
                         raise ArgumentError(f"argument {i} of @{name}: cannot convert {a!r} to "
                                             f"{format_type(t)}: {e}") from None
+                elif hasattr(a, "__array__"):
+                    # an array of another library that converts to numpy (a jax.Array on the
+                    # CPU, a torch tensor): its own dtype, checked below
+                    try:
+                        a = np.asarray(a)
+                    except Exception as e:  # noqa: BLE001 - the library's own conversion error
+                        raise ArgumentError(f"argument {i} of @{name}: cannot convert a "
+                                            f"{type(a).__name__} to a numpy array "
+                                            f"({format_type(t)} expected): {e}") from None
                 else:
                     raise ArgumentError(f"argument {i} of @{name}: expected an array of {format_type(t)}, "
                                         f"got {type(a).__name__}")

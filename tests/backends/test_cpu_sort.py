@@ -70,6 +70,43 @@ def test_top_k_matches_xla(shape, k, ties):
     np.testing.assert_array_equal(idx, ri)
 
 
+@pytest.mark.parametrize("shape,k", [((65536,), 1024), ((8, 1000), 33), ((3, 257), 256), ((2, 4096), 40)])
+@pytest.mark.parametrize("order", ["random", "ties", "ascending", "descending"])
+def test_top_k_through_the_candidate_buffer(shape, k, order, calls_of):
+    """k > BUFFERED_K: candidates collected in a buffer of 2k, merged down to k; ties keep
+    input order, ascending input accepts every candidate, NaN and -0.0 sort as XLA's."""
+    buffered = calls_of("axle.backends.cpu.kernels_sort", "_buffered")
+    x = _data(shape, 5, ties=order == "ties")
+    if order == "ascending":
+        x = np.sort(x, axis=-1)
+    elif order == "descending":
+        x = np.ascontiguousarray(np.sort(x, axis=-1)[..., ::-1])
+    fn = lambda v: jax.lax.top_k(v, k)  # noqa: E731
+    (vals, idx), _ = _run(fn, x)
+    xv, xi = (np.asarray(t) for t in jax.jit(fn)(x))
+    np.testing.assert_array_equal(vals, xv)
+    np.testing.assert_array_equal(idx, xi)
+    assert buffered
+
+
+@pytest.mark.parametrize("k", [7, 100, 300])
+def test_top_k_of_a_fused_value_stages_candidates(k, calls_of):
+    """A top-k of computed values (the operand fused into the selection) computes them in
+    blocks on the stack before selecting; the same picks as XLA (values to rounding)."""
+    staged = calls_of("axle.backends.cpu.kernels_sort", "_each_candidate")
+    x = np.random.default_rng(6).standard_normal((3, 5000)).astype(np.float32)
+    for fn in (lambda v: jax.lax.top_k(jnp.log(jnp.abs(v)) * jnp.exp(v), k),
+               lambda v: jax.lax.top_k(jnp.round(v * 2), k)):  # ties through a fused value
+        (vals, idx), _ = _run(fn, x)
+        xv, xi = (np.asarray(t) for t in jax.jit(fn)(x))
+        np.testing.assert_allclose(vals, xv, rtol=1e-6)
+        np.testing.assert_array_equal(idx, xi)
+    assert staged
+    xt = np.random.default_rng(7).standard_normal((5000, 3)).astype(np.float32)
+    (head,), _ = _run(lambda v: jnp.sort(jnp.sin(v), axis=0)[:600], xt)  # strided slices
+    np.testing.assert_allclose(head, np.sort(np.sin(xt), axis=0)[:600], rtol=1e-6)
+
+
 def test_top_k_of_integers_and_a_sort_read_beyond_k():
     """A sort whose results are also read whole is sorted in full (no partial selection)."""
     x = np.random.default_rng(4).integers(-100, 100, (6, 257)).astype(np.int32)

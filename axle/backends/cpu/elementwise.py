@@ -48,7 +48,10 @@ def emit_elementwise(ctx, op: Operation) -> None:
                 S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, shape)), et, mine)
             split_loop(ctx, shape, outer_dim(shape), flat, work)
             return
-        tr = _transpose_at_same_index(ctx, op)
+        cat = _at_same_index(ctx, op, "stablehlo.concatenate")
+        if cat is not None and _concat_parts(ctx, op, cat, lambda idx: body(idx, mine, other), work):
+            return
+        tr = _at_same_index(ctx, op, "stablehlo.transpose")
         if tr is not None and _tiled_transpose(ctx, op, tr, lambda idx: body(idx, mine, other), work):
             return
         split_loop(ctx, list(t.shape), outer_dim(t.shape), lambda idx: body(idx, mine, other), work)
@@ -116,15 +119,15 @@ def _op_work(o: Operation) -> int:
 TRANSPOSE_TILE = 16  # a transpose moving the innermost dimension runs over tiles of 16 x 16
 
 
-def _transpose_at_same_index(ctx, op: Operation) -> Optional[Operation]:
-    """A transpose computed in op's loop at op's own index (op itself, or reached through
+def _at_same_index(ctx, op: Operation, name: str) -> Optional[Operation]:
+    """An op `name` computed in op's loop at op's own index (op itself, or reached through
     fused same-shaped elementwise ops: x.T + 1), or None."""
     from axle.backends.cpu.fusion import _same_index
     shape = list(_ty(op.results[0]).shape)
     stack, seen = [op], set()
     while stack:
         o = stack.pop()
-        if o.name == "stablehlo.transpose":
+        if o.name == name:
             return o
         if o is not op and not _same_index(o, o.results[0]):
             continue
@@ -135,6 +138,66 @@ def _transpose_at_same_index(ctx, op: Operation) -> Optional[Operation]:
                 seen.add(p)
                 stack.append(p)
     return None
+
+
+def _concat_parts(ctx, op: Operation, cat: Operation, body, work: int) -> bool:
+    """op's loop when it computes concatenate `cat` at its own index: one loop per operand
+    over that operand's part of the result, so that each element reads one operand (a
+    single loop chooses among the operands per element, and once vectorized computes every
+    operand's fused expression for every element: 32 tanh per element for 32 operands).
+    Fused concatenates along the same dimension inside it (jnp.concatenate of many
+    arrays nests them) are split the same way. The dimensions before the concatenated
+    one are split across threads, the parts run inside; when those dimensions hold a
+    single row, each part is split on its own."""
+    t = _ty(op.results[0])
+    shape = list(t.shape)
+    dim = cat.attr("dimension")
+    if not t.is_static:
+        return False
+    parts = []  # (offset, size, {concatenate: the operand this part reads})
+
+    def collect(c, base, choice):
+        off = base
+        for k, v in enumerate(c.operands):
+            n = _ty(v).shape[dim]
+            inner = getattr(v, "owner", None)
+            pick = {**choice, c: k}
+            if (isinstance(inner, Operation) and inner.name == "stablehlo.concatenate"
+                    and inner.attr("dimension") == dim and v not in ctx.em.buffers and not ctx.has_buffer(v)):
+                collect(inner, off, pick)
+            elif n:
+                parts.append((off, n, pick))
+            off += n
+    collect(cat, 0, {})
+    if len(parts) < 2:
+        return False
+    em = ctx.em
+    c64 = em.const_i64
+
+    def run(choice, fn):
+        em.concat_parts.update(choice)
+        try:
+            fn()
+        finally:
+            for c in choice:
+                del em.concat_parts[c]
+
+    def shifted(idx, off):
+        return idx[:dim] + [em.b.add(idx[dim], c64(off)) if off else idx[dim]] + idx[dim + 1:]
+    rows = int(np.prod(shape[:dim], dtype=np.int64))
+    if rows > 1:
+        def row(outer):
+            for off, n, choice in parts:
+                run(choice, lambda: em.loop_nest([n] + shape[dim + 1:], lambda inner: body(
+                    shifted(outer + inner, off))))
+        split_loop(ctx, shape[:dim], outer_dim(shape[:dim]), row,
+                   work * (int(np.prod(shape, dtype=np.int64)) // rows))
+        return True
+    for off, n, choice in parts:
+        pshape = shape[:dim] + [n] + shape[dim + 1:]
+        split_loop(ctx, pshape, outer_dim(pshape),
+                   lambda idx, off=off, choice=choice: run(choice, lambda: body(shifted(idx, off))), work)
+    return True
 
 
 def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool:

@@ -202,31 +202,9 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
                 def merge(ri):
                     b = em.b
                     lo_ = b.mul(ri, b.shl(width, c64(1)))
-
-                    def clamp(x):
-                        return b.select(b.icmp_unsigned("<", x, c64(n)), x, c64(n))
-                    mid = clamp(b.add(lo_, width))
-                    hi_ = clamp(b.add(mid, width))
-                    b.store(lo_, islot)
-                    b.store(mid, jslot)
-
-                    def step(kk):
-                        b = em.b
-                        i, j = b.load(islot), b.load(jslot)
-                        left_ok = b.icmp_unsigned("<", i, mid)
-                        right_ok = b.icmp_unsigned("<", j, hi_)
-                        ic = b.select(left_ok, i, lo_)  # always valid positions
-                        jc = b.select(right_ok, j, lo_)
-                        xl = [S.load(b, em.element_ptr(p, et, ic), et) for p, et in zip(src, ets)]
-                        xr = [S.load(b, em.element_ptr(p, et, jc), et) for p, et in zip(src, ets)]
-                        less = _less(em, region, xr, xl)
-                        b = em.b
-                        take_r = b.and_(right_ok, b.or_(b.not_(left_ok), less))
-                        for p, et, x, y in zip(dst, ets, xl, xr):
-                            S.store(b, b.select(take_r, y, x), em.element_ptr(p, et, kk), et)
-                        b.store(b.add(j, b.zext(take_r, I64)), jslot)
-                        b.store(b.add(i, b.zext(b.not_(take_r), I64)), islot)
-                    em.for_range_dynamic(lo_, hi_, step)
+                    mid = _clamp(b, b.add(lo_, width), c64(n))
+                    hi_ = _clamp(b, b.add(mid, width), c64(n))
+                    _merge_two(em, region, ets, src, dst, lo_, mid, hi_, hi_, islot, jslot)
                 em.for_range_dynamic(c64(0), runs, merge)
                 em.b.store(em.b.not_(flip), par)
             em.for_range_dynamic(c64(0), c64(passes), merge_pass)
@@ -248,6 +226,72 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
     ctx.release(token)
 
 
+def _clamp(b, x, n):
+    return b.select(b.icmp_unsigned("<", x, n), x, n)
+
+
+def _merge_two(em, region, ets, src: list, dst: list, lo, mid, hi, end, islot, jslot) -> None:
+    """Merge the sorted runs src[lo:mid] and src[mid:hi] into dst[lo:end] (end <= hi: the
+    first end - lo of the merged run), branch-free: both candidates are loaded from
+    always-valid positions, the comparator decides, selects pick the element; the right
+    run's element is taken iff it is strictly less (stable)."""
+    em.b.store(lo, islot)
+    em.b.store(mid, jslot)
+
+    def step(kk):
+        b = em.b
+        i, j = b.load(islot), b.load(jslot)
+        left_ok = b.icmp_unsigned("<", i, mid)
+        right_ok = b.icmp_unsigned("<", j, hi)
+        ic = b.select(left_ok, i, lo)  # always valid positions
+        jc = b.select(right_ok, j, lo)
+        xl = [S.load(b, em.element_ptr(p, et, ic), et) for p, et in zip(src, ets)]
+        xr = [S.load(b, em.element_ptr(p, et, jc), et) for p, et in zip(src, ets)]
+        less = _less(em, region, xr, xl)
+        b = em.b
+        take_r = b.and_(right_ok, b.or_(b.not_(left_ok), less))
+        for p, et, x, y in zip(dst, ets, xl, xr):
+            S.store(b, b.select(take_r, y, x), em.element_ptr(p, et, kk), et)
+        b.store(b.add(j, b.zext(take_r, I64)), jslot)
+        b.store(b.add(i, b.zext(b.not_(take_r), I64)), islot)
+    em.for_range_dynamic(lo, end, step)
+
+
+def _sort_run(em, region, ets, a: list, b_: list, m, par, islot, jslot) -> None:
+    """Bottom-up merge sort of a[0:m] (m a run-time length), between a and the scratch
+    b_ (same size); the sorted run ends in a."""
+    c64 = em.const_i64
+    b = em.b
+    one = b.icmp_unsigned(">", m, c64(1))
+    # passes: bit_length(m - 1) when m > 1
+    ctlz = em.module.declare_intrinsic("llvm.ctlz", [I64], ir.FunctionType(I64, [I64, ir.IntType(1)]))
+    lz = b.call(ctlz, [b.sub(m, c64(1)), ir.Constant(ir.IntType(1), 0)])
+    passes = b.select(one, b.sub(c64(64), lz), c64(0))
+    b.store(ir.Constant(ir.IntType(1), 0), par)
+
+    def merge_pass(q):
+        b = em.b
+        width = b.shl(c64(1), q)
+        flip = b.load(par)
+        src = [b.select(flip, y, x) for x, y in zip(a, b_)]
+        dst = [b.select(flip, x, y) for x, y in zip(a, b_)]
+        runs = b.udiv(b.add(b.sub(m, c64(1)), b.shl(width, c64(1))), b.shl(width, c64(1)))
+
+        def merge(ri):
+            b = em.b
+            lo_ = b.mul(ri, b.shl(width, c64(1)))
+            mid = _clamp(b, b.add(lo_, width), m)
+            hi_ = _clamp(b, b.add(mid, width), m)
+            _merge_two(em, region, ets, src, dst, lo_, mid, hi_, hi_, islot, jslot)
+        em.for_range_dynamic(c64(0), runs, merge)
+        em.b.store(em.b.not_(flip), par)
+    em.for_range_dynamic(c64(0), passes, merge_pass)
+    with em.b.if_then(em.b.load(par)):  # an odd number of passes: the run is in b_
+        em.for_range_dynamic(c64(0), m, lambda p: [
+            S.store(em.b, S.load(em.b, em.element_ptr(y, et, p), et), em.element_ptr(x, et, p), et)
+            for x, y, et in zip(a, b_, ets)])
+
+
 def emit_top_k(ctx, op: Operation) -> None:
     """`cpu.top_k` (lower_top_k.py): the first k of each sorted slice along `dimension`, by
     partial selection from the operands into results k long."""
@@ -257,7 +301,155 @@ def emit_top_k(ctx, op: Operation) -> None:
     _partial(ctx, op, dim, op.attr("k"))
 
 
+STAGE = 256  # candidates computed per block when the operands are fused values
+
+
+def _each_candidate(ctx, op: Operation, ets: list, o_idx: list, i_idx: list, start: int, n: int, consider) -> None:
+    """consider(i, candidate i's values) for i in [start, n) of the slice at o_idx / i_idx.
+    When an operand is a fused value (log-softmax before a top-k, Gumbel noise added to
+    logits), its elements are computed a block of STAGE at a time into arrays on the stack
+    by a loop of their own, which LLVM vectorizes, and the selection reads them there: in
+    the selection loop itself (a branch per candidate) they would run one at a time."""
+    em = ctx.em
+    c64 = em.const_i64
+
+    def candidate(p):
+        return [em.value_at(v, o_idx + [p] + i_idx) for v in op.operands]
+    if all(v in em.buffers for v in op.operands) or n - start < 2 * STAGE:
+        em.for_range_dynamic(c64(start), c64(n), lambda i: consider(i, candidate(i)))
+        return
+    stage = []
+    for et in ets:
+        slot = em.alloca(ir.ArrayType(ir.IntType(8), STAGE * np.dtype(et.dtype).itemsize))
+        slot.align = 64
+        stage.append(em.b.bitcast(slot, ir.IntType(8).as_pointer()))
+
+    def block(bi):
+        b = em.b
+        lo = b.add(c64(start), b.mul(bi, c64(STAGE)))
+        hi = em.tile_end(lo, STAGE, n)
+
+        def compute(i):
+            at = em.b.sub(i, lo)
+            for q, et, x in zip(stage, ets, candidate(i)):
+                S.store(em.b, x, em.element_ptr(q, et, at), et)
+        em.for_range_dynamic(lo, hi, compute)
+
+        def select(i):
+            at = em.b.sub(i, lo)
+            consider(i, [S.load(em.b, em.element_ptr(q, et, at), et) for q, et in zip(stage, ets)])
+        em.for_range_dynamic(lo, hi, select)
+    em.for_range_dynamic(c64(0), c64(-(-(n - start) // STAGE)), block)
+
+
+BUFFERED_K = 32  # top-k with k above this selects through a buffer of 2k candidates
+
+
 def _partial(ctx, op: Operation, dim: int, k: int) -> None:
+    if k > BUFFERED_K:
+        _buffered(ctx, op, dim, k)
+    else:
+        _insertion(ctx, op, dim, k)
+
+
+def _buffered(ctx, op: Operation, dim: int, k: int) -> None:
+    """Partial selection for larger k: per slice, the first k candidates are merge-sorted
+    into a buffer; each later candidate strictly less than the buffer's k-th is appended
+    after the first k; when 2k are held, the appended ones are merge-sorted and merged with
+    the first k, of which the first k are kept (and after the last candidate). Random
+    input accepts about k ln(n / k) candidates, so this costs O(n + k log k log(n / k))
+    against the insertion's O(n + k^2 log(n / k)); sorted input O(n log k) against O(n k).
+    Candidates are accepted only when strictly less than the k-th, and every merge is
+    stable over a buffer kept in input order after its sorted head: equal elements keep
+    input order, the first k are those a stable full sort puts first."""
+    from axle.backends.cpu.parallel import max_threads, split_ranges
+    em = ctx.em
+    region = op.regions[0]
+    ets = [_ty(r).element_type for r in op.results]
+    t = _ty(op.operands[0])
+    src = _Slices(ctx, op, dim, t.shape)
+    dst = _Slices(ctx, op, dim)
+    c64, n = em.const_i64, src.n
+    outer = list(t.shape[:dim])
+    inner = list(t.shape[dim + 1:])
+    cost = 2 + sum(1 for _ in region.blocks[0].operations)
+    cap = 2 * k
+    sizes = [-(-cap * np.dtype(et.dtype).itemsize // 64) * 64 for et in ets]
+    slot_bytes = 2 * sum(sizes)
+    slots = max_threads() if src.count > 1 else 1
+    token = object()
+    ref = ctx.temp_ref(TensorType((slots * slot_bytes,), element_type("i8")), token)
+
+    def slices(lo, hi, w):
+        b = ctx.b
+        mine = b.gep(ctx.resolve(ref), [b.mul(w, c64(slot_bytes))], inbounds=True)
+        A, B = [], []
+        off = 0
+        for size in sizes:
+            A.append(b.gep(mine, [c64(off)], inbounds=True))
+            B.append(b.gep(mine, [c64(off + size)], inbounds=True))
+            off += 2 * size
+        count, par, islot, jslot = em.alloca(I64), em.alloca(ir.IntType(1)), em.alloca(I64), em.alloca(I64)
+
+        def tail(ptrs):
+            return [em.b.bitcast(em.element_ptr(p, et, c64(k)), ir.IntType(8).as_pointer())
+                    for p, et in zip(ptrs, ets)]
+
+        def put(ptrs, p, xs):
+            for q, et, x in zip(ptrs, ets, xs):
+                S.store(em.b, x, em.element_ptr(q, et, p), et)
+
+        def compact():
+            # the appended candidates sorted, merged with the sorted first k: the first k kept
+            b = em.b
+            m = b.sub(b.load(count), c64(k))
+            _sort_run(em, region, ets, tail(A), tail(B), m, par, islot, jslot)
+            _merge_two(em, region, ets, A, B, c64(0), c64(k), em.b.add(m, c64(k)), c64(k), islot, jslot)
+            em.for_range_dynamic(c64(0), c64(k), lambda p: put(
+                A, p, [S.load(em.b, em.element_ptr(y, et, p), et) for y, et in zip(B, ets)]))
+            em.b.store(c64(k), count)
+
+        def one_slice(s):
+            b = em.b
+            o_idx = _unravel(em, b.udiv(s, c64(src.stride)), outer)
+            i_idx = _unravel(em, b.urem(s, c64(src.stride)), inner)
+
+            def candidate(p):
+                return [em.value_at(v, o_idx + [p] + i_idx) for v in op.operands]
+            em.for_range_dynamic(c64(0), c64(k), lambda p: put(A, p, candidate(p)))
+            _sort_run(em, region, ets, A, B, c64(k), par, islot, jslot)
+            em.b.store(c64(k), count)
+
+            def consider(i, cand):
+                b = em.b
+                kth = [S.load(b, em.element_ptr(p, et, c64(k - 1)), et) for p, et in zip(A, ets)]
+                less = _less(em, region, cand, kth)
+                with em.b.if_then(less):
+                    b = em.b
+                    c = b.load(count)
+                    put(A, c, cand)
+                    c1 = b.add(c, c64(1))
+                    b.store(c1, count)
+                    with b.if_then(b.icmp_unsigned("==", c1, c64(cap))):
+                        compact()
+            _each_candidate(ctx, op, ets, o_idx, i_idx, k, n, consider)
+            with em.b.if_then(em.b.icmp_unsigned(">", em.b.load(count), c64(k))):
+                compact()
+            base = dst.base(s)
+            results = [ctx.buffer(r) for r in op.results]
+
+            def out(p):
+                at = dst.at(base, p)
+                for r, a, et in zip(results, A, ets):
+                    S.store(em.b, S.load(em.b, em.element_ptr(a, et, p), et), em.element_ptr(r, et, at), et)
+            em.for_range_dynamic(c64(0), c64(k), out)
+        em.for_range_dynamic(lo, hi, one_slice)
+
+    split_ranges(ctx, src.count, src.count * n * cost, slices, max_threads=slots)
+    ctx.release(token)
+
+
+def _insertion(ctx, op: Operation, dim: int, k: int) -> None:
     """Partial selection: per slice along dim, the first k operand elements insertion-sorted
     into the results, then each later one that is strictly less than the k-th inserted (the
     k-th dropped). Candidates are read from the operands (computed in place when fused),
@@ -327,13 +519,12 @@ def _partial(ctx, op: Operation, dim: int, k: int) -> None:
 
             em.for_range_dynamic(c64(0), c64(k), lambda i: insert(candidate(i), i))
 
-            def consider(i):
-                cand = candidate(i)
+            def consider(i, cand):
                 last = load(c64(k - 1))
                 less = _less(em, region, cand, last)
                 with em.b.if_then(less):
                     insert(cand, c64(k - 1))
-            em.for_range_dynamic(c64(k), c64(n), consider)
+            _each_candidate(ctx, op, ets, o_idx, i_idx, k, n, consider)
         em.for_range_dynamic(lo, hi, one_slice)
 
     split_ranges(ctx, src.count, src.count * n * cost, slices)
