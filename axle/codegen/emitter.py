@@ -128,7 +128,9 @@ class Emitter:
         self.b = builder
         self.target = target  # what differs between machines (target.py): math calls, FMA, globals
         self.buffers = buffers  # value -> ir pointer (i8*) of its buffer
-        self.concat_parts: dict = {}  # a concatenate -> the operand a loop over its part reads (elementwise.py)
+        # a concatenate -> (the operand a loop over its part reads, the ids of the index at
+        # which that holds: the loop's own) (elementwise.py _concat_parts)
+        self.concat_parts: dict = {}
         self._memo: dict = {}  # op_at's values: (op, index, block) ids -> (op, index, block, value)
         self.read_metadata = None  # LLVM metadata put on the loads of buffers (alias scopes)
         self._globals = 0
@@ -497,9 +499,16 @@ class Emitter:
             off += _ty(v).shape[dim]
         t = S.reg_type(rt.element_type)
         part = self.concat_parts.get(op)
-        if part is not None:  # this loop runs over one operand's part: no choice per element
-            return self.value_at(op.operands[part], idx[:dim] + [b.sub(idx[dim], self.const_i64(offsets[part]))]
-                                 + idx[dim + 1:])
+        if part is not None and part[1] == tuple(map(id, idx)):
+            # this loop runs over one operand's part and reads op at its own index (read
+            # elsewhere, through a reverse or a slice, op still chooses per element): that
+            # operand, and a nested concatenate of the split reads its part at this index
+            k = part[0]
+            sub = idx[:dim] + [b.sub(idx[dim], self.const_i64(offsets[k]))] + idx[dim + 1:]
+            inner = getattr(op.operands[k], "owner", None)
+            if inner in self.concat_parts:
+                self.concat_parts[inner] = (self.concat_parts[inner][0], tuple(map(id, sub)))
+            return self.value_at(op.operands[k], sub)
 
         def pick(k):
             v = op.operands[k]

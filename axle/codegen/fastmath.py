@@ -36,6 +36,8 @@ polynomials lose a fraction of an ulp.
 """
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from axle.codegen.scalar import F16, F32, F64, I32, I64
@@ -111,6 +113,8 @@ _COS_D = [_H(c) for c in ("0x1.5555554ebe4cap-5", "-0x1.6c16b80d14b07p-10", "0x1
                           "-0x1.241ab596f8543p-22")]
 # pi/2 = PIO2_1 + PIO2_2 + PIO2_3 (f64 parts)
 _PIO2 = [_H("0x1.921fb54442d18p+0"), _H("0x1.1a62633145c07p-54"), _H("-0x1.f1976b7ed8fbcp-110")]
+_ATAN_D = [_H(c) for c in ("-0x1.555554c2d3f70p-2", "0x1.999916466d11fp-3", "-0x1.247e93603c56fp-3",
+                            "0x1.c45cc83b7bb5dp-4", "-0x1.5b06106f814d9p-4", "0x1.83ecb85938464p-5")]
 _TWO_OVER_PI = 0.6366197723675814
 SINCOS_TABLE_SIZE = 105  # 2^s mod 2 pi for s = 0 .. 104 (an f32 is m 2^s with m < 2^24, s <= 104)
 _SQRT_HALF_BITS = 0x3F3504F3  # f32 sqrt(1/2): log's mantissa is reduced to [sqrt(1/2), sqrt(2))
@@ -592,6 +596,45 @@ def erf_inv(e, x):
     y = b.select(f.eq(ax, f.c(1.0)), f.call("llvm.copysign", f.c(float("inf")), x), y)
     y = b.select(f.gt(ax, f.c(1.0)), f.c(float("nan")), y)
     return b.select(f.isnan(x), x, y)
+
+
+# ---------------------------------------------------------------- atan2
+
+
+def atan2(e, y, x, odd: bool = False):
+    """atan2(y, x) of f32s, computed in f64 and rounded once (< 0.51 ulp): a = min / max of
+    |x| and |y| in [0, 1]; above tan(pi/8), t = (a - 1) / (a + 1) and pi/4 added; atan(t) =
+    t + t^3 P(t^2) (2^-35 relative); then pi/2 - r when |y| > |x|, pi - r when x has its
+    sign bit set (-0 included), the sign of y. The C library's special cases follow: both
+    zero gives +-0 or +-pi by the signs, both infinite +-pi/4 or +-3pi/4 (a taken as 1), an
+    infinite y +-pi/2, an infinite x 0 or pi; a NaN operand gives NaN. `odd`: the f32 is
+    rounded to odd, for a result rounded once more to f16 or bf16 (the two roundings then
+    make one, and LLVM gets no f64 -> f16 truncation to lower to a runtime call)."""
+    f = _Fn(e)
+    b = f.b
+    yd, xd = b.fpext(y, F64), b.fpext(x, F64)
+    ay, ax = f.e.intrinsic("llvm.fabs", F64, [yd]), f.e.intrinsic("llvm.fabs", F64, [xd])
+    big = b.fcmp_ordered(">", ay, ax)
+    num, den = b.select(big, ax, ay), b.select(big, ay, ax)
+    a = b.fdiv(num, den)
+    a = b.select(b.fcmp_ordered("==", den, f.dc(0.0)), f.dc(0.0), a)
+    a = b.select(b.fcmp_ordered("==", num, f.dc(float("inf"))), f.dc(1.0), a)
+    hi = b.fcmp_ordered(">", a, f.dc(0.41421356237309503))
+    t = b.select(hi, b.fdiv(b.fsub(a, f.dc(1.0)), b.fadd(a, f.dc(1.0))), a)
+    s = b.fmul(t, t)
+    r = f.dfma(b.fmul(t, s), f.destrin(s, _ATAN_D), t)
+    r = b.fadd(r, b.select(hi, f.dc(math.pi / 4), f.dc(0.0)))
+    r = b.select(big, b.fsub(f.dc(math.pi / 2), r), r)
+    r = b.select(b.icmp_signed("<", b.bitcast(x, I32), f.i(0)), b.fsub(f.dc(math.pi), r), r)
+    r = f.e.intrinsic("llvm.copysign", F64, [r, yd])
+    nan = b.or_(f.isnan(x), f.isnan(y))
+    if odd:
+        from axle.codegen.scalar_f8 import round_to_odd_f32
+        return round_to_odd_f32(b, b.select(nan, f.dc(float("nan")), r))
+    # the NaN taken from x + y (NaN when either is), an f32 operation: with a constant
+    # there, LLVM moves the rounding after the select, and a convert to f16 that follows
+    # merges with it into an f64 -> f16 truncation, a runtime call the JIT cannot resolve
+    return b.select(nan, b.fadd(x, y), b.fptrunc(r, F32))
 
 
 # ---------------------------------------------------------------- dispatch

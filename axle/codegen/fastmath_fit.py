@@ -140,6 +140,13 @@ def tables() -> dict:
     put("_SIN_D", fit(s2, g, w, range(4)), s2, g, w)
     g, w = (np.cos(xs) - 1 + s2 / 2) / (s2 * s2), s2 * s2 / np.cos(xs)
     put("_COS_D", fit(s2, g, w, range(4)), s2, g, w)
+    # atan2, in f64: (atan t - t) / t^3 as a polynomial in t^2 for 0 < t <= tan(pi/8)
+    # (x 1.002), relative to atan t
+    xs = grid(0, np.tan(np.pi / 8) * 1.002)
+    xs = xs[xs > 0]
+    s2 = xs * xs
+    g, w = (np.arctan(xs) - xs) / xs ** 3, xs ** 3 / np.arctan(xs)
+    put("_ATAN_D", fit(s2, g, w, range(6)), s2, g, w)
     # erfc, 0 <= x <= 10.2, in f64: erfc(x) exp(x^2) as a polynomial in t = 2 / (2 + x)
     # (in [0.164, 1]: the scaled function is smooth there, and 1 / x-like towards the end)
     xs = grid(0, 10.2, 1500)

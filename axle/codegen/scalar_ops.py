@@ -192,6 +192,9 @@ def _logistic(e, et, a, op):
 
 @rule("atan2")
 def _atan2(e, et, a, op):
+    if fastmath.applies(a[0]):  # f32 (bf16) and f16: vectorized, in f64 (fastmath.py)
+        odd = et.name in ("bf16", "f16")  # rounded again to et: the first rounding to odd
+        return fastmath.apply(e, lambda e_, y, x: fastmath.atan2(e_, y, x, odd), *a)
     return e.libm("atan2", a)
 
 

@@ -28,7 +28,9 @@ def default_pipeline() -> list:
         *_have("dot-canonicalize"),
         # the local rewrites feed each other (a fold makes a simplification possible and the
         # other way round); CSE after them merges what they made equal; DCE sweeps the rest
-        FixedPoint(_have("simplify", "constant-folding", "cse", "dce"), name="simplify-fold-cse-dce"),
+        # while-licm in the group: what simplifying a loop body makes invariant moves out, and
+        # what moved out is simplified and shared with what was there
+        FixedPoint(_have("simplify", "constant-folding", "cse", "dce", "while-licm"), name="simplify-fold-cse-dce"),
     ]
 
 

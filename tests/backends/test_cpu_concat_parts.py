@@ -39,3 +39,15 @@ def test_concatenate_parts(fn, shapes, calls_of):
 def test_concatenate_read_at_another_index_keeps_the_choice():
     # the concatenate is read through a reverse: not at the loop's own index
     _check(lambda a, b: jnp.concatenate([a, b + 1], 1)[:, ::-1] * 2, [(50, 30), (50, 20)])
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    # read at the loop's index and through a reverse in the same loop
+    (lambda a, b: (lambda c: c * 2 + c[::-1])(jnp.concatenate([a, b + 1])), [(5,), (7,)]),
+    # nested (an empty operand, one-element parts), also read through a reverse
+    (lambda a, b, c: (lambda d: d + d[::-1] * 3)(jnp.concatenate([a[:0], jnp.concatenate([a, b, c])])),
+     [(1,), (1,), (1,)]),
+    (lambda a, b: (lambda c: c - jnp.flip(c, 1))(jnp.concatenate([jnp.tanh(a), b], 1)), [(40, 3), (40, 9)]),
+])
+def test_concatenate_read_at_its_index_and_another(fn, shapes):
+    _check(fn, shapes)

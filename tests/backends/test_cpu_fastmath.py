@@ -228,3 +228,73 @@ def test_power_loop_is_vectorized():
     ir = exe._native(((n,), (n,))).optimized_ir
     assert re.search(r"<(4|8|16) x (float|double)>", ir)
     assert not set(re.findall(r"call [^@]*@([\w.$]+)", ir)) & {"powf", "llvm.pow.f32", "pow"}
+
+
+def _atan2_text(n, ty="f32"):
+    t = f"tensor<{n}x{ty}>"
+    return f"func.func @main(%y: {t}, %x: {t}) -> {t} {{ %0 = stablehlo.atan2 %y, %x : {t} return %0 : {t} }}"
+
+
+def test_atan2_f32_ulp_error_and_special_values():
+    """atan2 computes in f64 and rounds once: within 1 ulp of the f32-rounded reference over
+    random bit patterns (both operands), values of every magnitude, and where the reduction
+    switches (|y| / |x| near tan(pi/8) and 1); the C library's results for every pair of
+    zeros, infinities, NaN, denormals and ones of both signs, signed zeros included."""
+    rng = np.random.default_rng(11)
+    k = N // 4
+    bits = lambda: rng.integers(0, 1 << 32, k, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    mag = lambda: (rng.standard_normal(k) * 10.0 ** rng.integers(-30, 30, k)).astype(np.float32)
+    x3 = rng.uniform(-5, 5, k).astype(np.float32)
+    y3 = (x3 * rng.choice([0.41421356, 1.0, 2.4142135, -1.0], k) * (1 + rng.uniform(-1e-6, 1e-6, k))).astype(np.float32)
+    sp_ = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, F32.smallest_subnormal,
+                    -F32.smallest_subnormal, F32.max, -F32.max], dtype=np.float32)
+    ys, xs = (a.ravel() for a in np.meshgrid(sp_, sp_))
+    y = np.concatenate([bits(), mag(), y3, ys])
+    x = np.concatenate([bits(), mag(), x3, xs])
+    got = axle.compile(_atan2_text(x.size), backend="cpu")(y, x)
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
+    d = _ulp_distance(got, want)
+    i = int(np.argmax(d))
+    assert d[i] <= 1, f"atan2({y[i]!r}, {x[i]!r}) = {got[i]!r}, want {want[i]!r} ({d[i]} ulp)"
+
+
+@pytest.mark.parametrize("ty,dtype", [("f16", np.float16), ("bf16", ml_dtypes.bfloat16)])
+def test_atan2_half_precision(ty, dtype):
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 1 << 16, 1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    x = rng.permutation(np.arange(1 << 16, dtype=np.uint16)).view(dtype)
+    got = axle.compile(_atan2_text(x.size, ty), backend="cpu")(y, x)
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(dtype)
+    g, w = got.astype(np.float32), want.astype(np.float32)
+    same = (g == w) & (np.signbit(g) == np.signbit(w)) | (np.isnan(g) & np.isnan(w))
+    close = np.isfinite(w) & (np.abs(g - w) <= np.abs(w) * 2.0 ** -(10 if ty == "f16" else 7))
+    assert (same | close).all()
+
+
+def test_atan2_loop_is_vectorized():
+    n = 4096
+    exe = axle.compile(_atan2_text(n), backend="cpu")
+    exe(np.ones(n, np.float32), np.ones(n, np.float32))
+    ir = exe._native(((n,), (n,))).optimized_ir
+    assert re.search(r"<(4|8|16) x (float|double)>", ir)
+    assert not set(re.findall(r"call [^@]*@([\w.$]+)", ir)) & {"atan2f", "atan2"}
+
+
+@pytest.mark.parametrize("op", ["stablehlo.atan2", "stablehlo.power", "stablehlo.sine", "chlo.erfc"])
+def test_f64_evaluated_f32_result_converted_to_f16(op):
+    """An f32 result computed in f64, converted to f16 in the same loop (PyTorch's f16 ops
+    run in f32): LLVM must not merge the two roundings into an f64 -> f16 truncation (a
+    runtime call the JIT cannot resolve)."""
+    two = op in ("stablehlo.atan2", "stablehlo.power")
+    t = f"""func.func @main(%x: tensor<64xf16>) -> tensor<64xf16> {{
+  %y = stablehlo.convert %x : (tensor<64xf16>) -> tensor<64xf32>
+  %0 = {op} {"%y, %y" if two else "%y"} : tensor<64xf32>
+  %1 = stablehlo.convert %0 : (tensor<64xf32>) -> tensor<64xf16>
+  return %1 : tensor<64xf16>
+}}"""
+    x = np.linspace(0.1, 3, 64, dtype=np.float16)
+    got = axle.compile(t, backend="cpu")(x)
+    xd = x.astype(np.float64)
+    ref = {"stablehlo.atan2": np.arctan2(xd, xd), "stablehlo.power": xd ** xd, "stablehlo.sine": np.sin(xd),
+           "chlo.erfc": sp.erfc(xd)}[op]
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2e-3, atol=1e-4)

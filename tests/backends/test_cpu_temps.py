@@ -198,7 +198,9 @@ def test_pass_through_operand_kept_alive(text, shape):
     for g, r in zip(got if isinstance(got, (list, tuple)) else [got], ref if isinstance(ref, (list, tuple)) else [ref]):
         np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
     plans = str(exe.program.plans)
-    assert "shared with %w" in plans  # the loop's result lives in %w's buffer
+    # no copy of %w: the loop's result lives in %w's buffer, or (while-licm) the loop no
+    # longer carries it and its readers read %w
+    assert "shared with %w" in plans or "%r#1" not in plans
 
 
 @pytest.mark.parametrize("n", [4096, 4097])

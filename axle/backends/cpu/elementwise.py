@@ -174,29 +174,28 @@ def _concat_parts(ctx, op: Operation, cat: Operation, body, work: int) -> bool:
     em = ctx.em
     c64 = em.const_i64
 
-    def run(choice, fn):
-        em.concat_parts.update(choice)
+    def element(idx, off, choice):
+        # the choice holds where `cat` is read at the loop's own index (Emitter._concat_at);
+        # a nested concatenate's is bound to the index its parent reads it at
+        idx = idx[:dim] + [em.b.add(idx[dim], c64(off)) if off else idx[dim]] + idx[dim + 1:]
+        em.concat_parts.update({c: (k, tuple(map(id, idx)) if c is cat else None) for c, k in choice.items()})
         try:
-            fn()
+            body(idx)
         finally:
             for c in choice:
                 del em.concat_parts[c]
-
-    def shifted(idx, off):
-        return idx[:dim] + [em.b.add(idx[dim], c64(off)) if off else idx[dim]] + idx[dim + 1:]
     rows = int(np.prod(shape[:dim], dtype=np.int64))
     if rows > 1:
         def row(outer):
             for off, n, choice in parts:
-                run(choice, lambda: em.loop_nest([n] + shape[dim + 1:], lambda inner: body(
-                    shifted(outer + inner, off))))
+                em.loop_nest([n] + shape[dim + 1:], lambda inner, off=off, choice=choice: element(
+                    outer + inner, off, choice))
         split_loop(ctx, shape[:dim], outer_dim(shape[:dim]), row,
                    work * (int(np.prod(shape, dtype=np.int64)) // rows))
         return True
     for off, n, choice in parts:
         pshape = shape[:dim] + [n] + shape[dim + 1:]
-        split_loop(ctx, pshape, outer_dim(pshape),
-                   lambda idx, off=off, choice=choice: run(choice, lambda: body(shifted(idx, off))), work)
+        split_loop(ctx, pshape, outer_dim(pshape), lambda idx, off=off, choice=choice: element(idx, off, choice), work)
     return True
 
 

@@ -20,7 +20,7 @@ from axle.codegen.emitter import _ty
 from axle.backends.cpu.registry import KERNELS, ROW_PRODUCERS, is_elementwise
 from axle.backends.cpu.row_fusion import computed_here
 from axle.codegen.plans.fusion import FusedKernel, FusionPlan, RowFusion
-from axle.codegen.plans.graph import fusion_of, op_deps
+from axle.codegen.plans.graph import free_values, fusion_of, op_deps
 from axle.ir.core import Block, Operation
 
 DUPLICATE_COST = 3  # a value read by several ops is recomputed by each when this cheap
@@ -45,6 +45,7 @@ LIBRARY = ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "s
            "stablehlo.cholesky", "stablehlo.triangular_solve")
 CONTROL = ("stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call")
 REDUCTIONS = ("stablehlo.reduce", "stablehlo.reduce_window")
+_FUSED_FREE = ("stablehlo.constant", "stablehlo.broadcast_in_dim", "stablehlo.iota")
 
 
 def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: dict) -> set:
@@ -89,6 +90,15 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
             for v in op.operands:
                 o = getattr(v, "owner", None)
                 if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":
+                    want.add(v)
+        if op.name in CONTROL and op.regions:
+            # what a loop body (or a branch) reads from here is computed once, here: a value
+            # hoisted out of a loop (while-licm) would otherwise be recomputed where it is
+            # read, on every trip, and a GEMM in the body needs its operand in memory.
+            # Constants and broadcasts stay fused (read in place, or cheaper recomputed)
+            for v in free_values(op):
+                o = getattr(v, "owner", None)
+                if isinstance(o, Operation) and o.parent is block and o.name not in _FUSED_FREE:
                     want.add(v)
     if shared:
         _shared_in_one_loop(ops, want, shared)

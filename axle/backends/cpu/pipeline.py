@@ -29,6 +29,7 @@ def lowering_pipeline() -> list:
     from axle.backends.cpu.lower_effects import CpuLowerEffects
     from axle.backends.cpu.lower_top_k import CpuTopK
     from axle.backends.cpu.widen_convolutions import CpuWidenConvolutions
+    from axle.backends.cpu.widen_loop_dots import CpuWidenLoopDots
     from axle.passes.lower_quant import LowerQuant
     return [
         # quantized types first: what it emits (converts, dots, clamps) is what the rest sees
@@ -45,6 +46,14 @@ def lowering_pipeline() -> list:
         CpuTopK(),
         # bf16 / f16 / small-integer convolutions in f32 or f64, the convolution kernels' types
         CpuWidenConvolutions(),
+        # bf16 / f16 dots in loops with an operand from outside in f32, and that operand's
+        # convert (with whatever else became invariant) moved out of the loop
+        CpuWidenLoopDots(),
+        PASSES["while-licm"](),
+        # the converts made above for several dots of one operand are one (CSE), and what
+        # the rewrites left unread goes (DCE)
+        PASSES["cse"](),
+        PASSES["dce"](),
     ]
 
 
