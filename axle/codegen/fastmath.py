@@ -637,12 +637,142 @@ def atan2(e, y, x, odd: bool = False):
     return b.select(nan, b.fadd(x, y), b.fptrunc(r, F32))
 
 
+# ---------------------------------------------------------------- lgamma
+
+
+def _log_d(f: _Fn, x):
+    """ln x for a positive finite f64 x (to about 2^-52 relative): x = 2^k m with m in
+    [sqrt(1/2), sqrt(2)) split on the bits, ln m = 2 atanh(s) with s = (m - 1) / (m + 1),
+    |s| <= 0.172, by its series (odd powers over odd integers, to s^23)."""
+    b = f.b
+    bits = b.bitcast(x, I64)
+    k = b.sub(b.lshr(bits, ir.Constant(I64, 52)), ir.Constant(I64, 1023))
+    m = b.bitcast(b.or_(b.and_(bits, ir.Constant(I64, (1 << 52) - 1)), ir.Constant(I64, 1023 << 52)), F64)
+    big = b.fcmp_ordered(">", m, f.dc(math.sqrt(2.0)))
+    m = b.select(big, b.fmul(m, f.dc(0.5)), m)
+    k = b.add(k, b.zext(big, I64))
+    s_ = b.fdiv(b.fsub(m, f.dc(1.0)), b.fadd(m, f.dc(1.0)))
+    s2 = b.fmul(s_, s_)
+    series = f.destrin(s2, [2.0 / (2 * j + 1) for j in range(12)])
+    return f.dfma(b.sitofp(k, F64), f.dc(math.log(2.0)), b.fmul(s_, series))
+
+
+def _sinpi_abs_d(f: _Fn, x):
+    """|sin(pi x)| for an f32 x widened to f64: x reduced exactly to r in [0, 1/2] (the
+    distance to the nearest even integer, folded at 1/2), then sin(pi r) for r <= 1/4 and
+    cos(pi (1/2 - r)) above, by the polynomials of sine and cosine."""
+    b = f.b
+    ax = f.e.intrinsic("llvm.fabs", F64, [x])
+    r = b.fsub(ax, b.fmul(f.dc(2.0), f.e.intrinsic("llvm.floor", F64, [b.fmul(ax, f.dc(0.5))])))  # [0, 2)
+    r = b.select(b.fcmp_ordered(">", r, f.dc(1.0)), b.fsub(f.dc(2.0), r), r)  # |sin| is even about 1
+    r = b.select(b.fcmp_ordered(">", r, f.dc(0.5)), b.fsub(f.dc(1.0), r), r)  # [0, 1/2]
+    low = b.fcmp_ordered("<=", r, f.dc(0.25))
+    a = b.fmul(b.select(low, r, b.fsub(f.dc(0.5), r)), f.dc(math.pi))  # [0, pi/4]
+    a2 = b.fmul(a, a)
+    sin = f.dfma(b.fmul(a, a2), f.dhorner(a2, _SIN_D), a)
+    cos = f.dfma(b.fmul(a2, a2), f.dhorner(a2, _COS_D), f.dfma(a2, f.dc(-0.5), f.dc(1.0)))
+    return b.select(low, sin, cos)
+
+
+_STIRLING = [1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156]  # B_2k / (2k (2k - 1))
+LGAMMA_SHIFT = 8  # y below this is shifted up by whole steps before Stirling's series
+
+
+def lgamma(e, x):
+    """ln |Gamma(x)| of an f32, in f64, rounded once (within 2 ulp; exact zeros at 1 and 2):
+    for y >= 1/2, y is shifted up to y + n >= 8 by whole steps (ln Gamma(y) = ln Gamma(y +
+    n) - ln(y (y + 1) ... (y + n - 1)), the product taken branch-free over 8 factors), then
+    Stirling's series (7 terms: below 2^-45 at 8); below 1/2, the reflection ln Gamma(x) =
+    ln(pi / |sin(pi x)|) - ln Gamma(1 - x). Logarithms by the atanh series in f64 (about
+    2^-52), so the cancellation near the zeros at 1 and 2 costs no more than an ulp or two.
+    Poles (zero and the negative integers) and infinities give +inf, NaN gives NaN."""
+    f = _Fn(e)
+    b = f.b
+    xd = b.fpext(x, F64)
+    refl = b.fcmp_ordered("<", xd, f.dc(0.5))
+    y = b.select(refl, b.fsub(f.dc(1.0), xd), xd)
+    prod, shifted = f.dc(1.0), y
+    for j in range(LGAMMA_SHIFT):
+        yj = b.fadd(y, f.dc(float(j)))
+        below = b.fcmp_ordered("<", yj, f.dc(float(LGAMMA_SHIFT)))
+        prod = b.fmul(prod, b.select(below, yj, f.dc(1.0)))
+        shifted = b.select(below, b.fadd(y, f.dc(float(j + 1))), shifted)
+    z = shifted
+    inv = b.fdiv(f.dc(1.0), z)
+    inv2 = b.fmul(inv, inv)
+    series = b.fmul(inv, f.dhorner(inv2, _STIRLING))
+    lz = _log_d(f, z)
+    st = b.fadd(b.fadd(b.fmul(b.fsub(z, f.dc(0.5)), lz), b.fsub(f.dc(0.5 * math.log(2 * math.pi)), z)), series)
+    # ln Gamma(y) = st - ln(prod); reflected, ln(pi / |sin(pi x)|) - ln Gamma(y): one
+    # logarithm of either prod or pi prod / |sin(pi x)|, the sign chosen
+    sinpi = _sinpi_abs_d(f, xd)
+    q = b.select(refl, b.fdiv(b.fmul(prod, f.dc(math.pi)), sinpi), prod)
+    d = b.fsub(_log_d(f, q), st)
+    r = b.select(refl, d, b.fneg(d))
+    one_two = b.or_(b.fcmp_ordered("==", xd, f.dc(1.0)), b.fcmp_ordered("==", xd, f.dc(2.0)))
+    r = b.select(one_two, f.dc(0.0), r)
+    # poles (sin(pi x) = 0, huge negative x included), +-inf and NaN: |x| + inf (inf, or NaN
+    # for NaN), an f32 operation, so that LLVM keeps the rounding of r where it is (see atan2)
+    special = b.or_(b.and_(refl, b.fcmp_ordered("==", sinpi, f.dc(0.0))),
+                    b.not_(f.lt(f.call("llvm.fabs", x), f.c(float("inf")))))
+    return b.select(special, b.fadd(f.call("llvm.fabs", x), f.c(float("inf"))), b.fptrunc(r, F32))
+
+
+DIGAMMA_SHIFT = 10  # y below this is shifted up by whole steps before the asymptotic series
+
+
+def digamma(e, x, psi_asym, odd: bool = False):
+    """psi(x) of an f32, in f64, rounded once: for x < 0 the reflection psi(1 - x) - pi
+    cot(pi x) (x reduced exactly to the nearest integer's distance); y shifted up to y + n
+    >= 10 by whole steps, branch-free (psi(y) = psi(y + n) - sum 1/(y + j)); then the
+    asymptotic series ln z - 1/(2z) - sum B_2k / (2k z^2k) (`psi_asym`, from the f64
+    implementation). NaN at the poles (zero and the negative integers) and -inf, +inf at
+    +inf, as the f64 implementation. `odd`: rounded to odd for a result rounded again to
+    f16 or bf16 (see atan2)."""
+    f = _Fn(e)
+    b = f.b
+    xd = b.fpext(x, F64)
+    refl = b.fcmp_ordered("<", xd, f.dc(0.0))
+    y = b.select(refl, b.fsub(f.dc(1.0), xd), xd)
+    acc, z = f.dc(0.0), y
+    for j in range(DIGAMMA_SHIFT):
+        yj = b.fadd(y, f.dc(float(j)))
+        below = b.fcmp_ordered("<", yj, f.dc(float(DIGAMMA_SHIFT)))
+        acc = b.fsub(acc, b.select(below, b.fdiv(f.dc(1.0), yj), f.dc(0.0)))
+        z = b.select(below, b.fadd(y, f.dc(float(j + 1))), z)
+    inv = b.fdiv(f.dc(1.0), z)
+    inv2 = b.fmul(inv, inv)
+    series = b.fmul(inv2, f.dhorner(inv2, psi_asym))
+    r = b.fadd(acc, b.fsub(b.fsub(_log_d(f, z), b.fmul(f.dc(0.5), inv)), series))
+    # pi cot(pi x): r0 = x - nearest integer in [-1/2, 1/2], exactly; sin and cos of pi |r0|
+    r0 = b.fsub(xd, f.e.intrinsic("llvm.roundeven", F64, [xd]))
+    ar = f.e.intrinsic("llvm.fabs", F64, [r0])
+    low = b.fcmp_ordered("<=", ar, f.dc(0.25))
+    a = b.fmul(b.select(low, ar, b.fsub(f.dc(0.5), ar)), f.dc(math.pi))
+    a2 = b.fmul(a, a)
+    sn = f.dfma(b.fmul(a, a2), f.dhorner(a2, _SIN_D), a)
+    cs = f.dfma(b.fmul(a2, a2), f.dhorner(a2, _COS_D), f.dfma(a2, f.dc(-0.5), f.dc(1.0)))
+    cot = b.fdiv(b.select(low, cs, sn), b.select(low, sn, cs))
+    cot = f.e.intrinsic("llvm.copysign", F64, [b.fmul(cot, f.dc(math.pi)), r0])
+    r = b.select(refl, b.fsub(r, cot), r)
+    r = b.select(b.fcmp_ordered("==", xd, f.dc(float("inf"))), f.dc(float("inf")), r)
+    pole = b.and_(b.fcmp_unordered("<=", xd, f.dc(0.0)), b.fcmp_unordered("==", xd, f.e.intrinsic("llvm.floor", F64, [xd])))
+    if odd:
+        from axle.codegen.scalar_f8 import round_to_odd_f32
+        return round_to_odd_f32(b, b.select(pole, f.dc(float("nan")), r))
+    # the NaN as x - x (NaN for NaN and +-inf... only selected at poles and NaN), an f32
+    # operation: see atan2
+    nan = b.fdiv(b.fsub(x, x), b.fsub(x, x))
+    return b.select(pole, nan, b.fptrunc(r, F32))
+
+
 # ---------------------------------------------------------------- dispatch
 
 FUNCTIONS = {
     "stablehlo.exponential": exp, "stablehlo.exponential_minus_one": expm1, "stablehlo.log": log,
     "stablehlo.log_plus_one": log1p, "stablehlo.tanh": tanh, "stablehlo.logistic": logistic,
     "chlo.erf": erf, "chlo.erfc": erfc, "stablehlo.sine": sine, "stablehlo.cosine": cosine,
+    "chlo.lgamma": lgamma,
 }
 
 
