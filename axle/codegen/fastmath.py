@@ -674,6 +674,19 @@ def _sinpi_abs_d(f: _Fn, x):
     return b.select(low, sin, cos)
 
 
+def _shift_up(f: _Fn, y, limit: int):
+    """The recurrence steps of lgamma and digamma, branch-free: [(y + j, y + j < limit)]
+    for j < limit, and z = y + (the number of those below limit) >= limit for y > 0."""
+    b = f.b
+    steps, z = [], y
+    for j in range(limit):
+        yj = b.fadd(y, f.dc(float(j)))
+        below = b.fcmp_ordered("<", yj, f.dc(float(limit)))
+        steps.append((yj, below))
+        z = b.select(below, b.fadd(y, f.dc(float(j + 1))), z)
+    return steps, z
+
+
 _STIRLING = [1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156]  # B_2k / (2k (2k - 1))
 LGAMMA_SHIFT = 8  # y below this is shifted up by whole steps before Stirling's series
 
@@ -691,13 +704,10 @@ def lgamma(e, x):
     xd = b.fpext(x, F64)
     refl = b.fcmp_ordered("<", xd, f.dc(0.5))
     y = b.select(refl, b.fsub(f.dc(1.0), xd), xd)
-    prod, shifted = f.dc(1.0), y
-    for j in range(LGAMMA_SHIFT):
-        yj = b.fadd(y, f.dc(float(j)))
-        below = b.fcmp_ordered("<", yj, f.dc(float(LGAMMA_SHIFT)))
+    steps, z = _shift_up(f, y, LGAMMA_SHIFT)
+    prod = f.dc(1.0)
+    for yj, below in steps:
         prod = b.fmul(prod, b.select(below, yj, f.dc(1.0)))
-        shifted = b.select(below, b.fadd(y, f.dc(float(j + 1))), shifted)
-    z = shifted
     inv = b.fdiv(f.dc(1.0), z)
     inv2 = b.fmul(inv, inv)
     series = b.fmul(inv, f.dhorner(inv2, _STIRLING))
@@ -734,12 +744,10 @@ def digamma(e, x, psi_asym, odd: bool = False):
     xd = b.fpext(x, F64)
     refl = b.fcmp_ordered("<", xd, f.dc(0.0))
     y = b.select(refl, b.fsub(f.dc(1.0), xd), xd)
-    acc, z = f.dc(0.0), y
-    for j in range(DIGAMMA_SHIFT):
-        yj = b.fadd(y, f.dc(float(j)))
-        below = b.fcmp_ordered("<", yj, f.dc(float(DIGAMMA_SHIFT)))
+    steps, z = _shift_up(f, y, DIGAMMA_SHIFT)
+    acc = f.dc(0.0)
+    for yj, below in steps:
         acc = b.fsub(acc, b.select(below, b.fdiv(f.dc(1.0), yj), f.dc(0.0)))
-        z = b.select(below, b.fadd(y, f.dc(float(j + 1))), z)
     inv = b.fdiv(f.dc(1.0), z)
     inv2 = b.fmul(inv, inv)
     series = b.fmul(inv2, f.dhorner(inv2, psi_asym))

@@ -122,6 +122,21 @@ class _Slices:
         return b.add(base, p if self.stride == 1 else b.mul(p, c(self.stride)))
 
 
+def _scratch_runs(ctx, ref, w, slot_bytes: int, sizes: list, two: bool) -> tuple:
+    """Thread w's scratch in the temporary `ref` (slot_bytes per thread): one run of each
+    size per operand, or two side by side (`two`); ([first runs], [second runs or none])."""
+    b, c64 = ctx.b, ctx.em.const_i64
+    mine = b.gep(ctx.resolve(ref), [b.mul(w, c64(slot_bytes))], inbounds=True)
+    first, second = [], []
+    off = 0
+    for size in sizes:
+        first.append(b.gep(mine, [c64(off)], inbounds=True))
+        if two:
+            second.append(b.gep(mine, [c64(off + size)], inbounds=True))
+        off += size * (2 if two else 1)
+    return first, second
+
+
 def _less(em, region: Region, lhs: list, rhs: list):
     (r,) = em.region_scalars(region, [x for pair in zip(lhs, rhs) for x in pair])
     return r
@@ -152,15 +167,7 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
     cost = 4 + sum(1 for _ in region.blocks[0].operations)
 
     def slices(lo, hi, w):
-        b = ctx.b
-        mine = b.gep(ctx.resolve(ref), [b.mul(w, c64(slot_bytes))], inbounds=True)
-        scratch_a, scratch_b = [], []
-        off = 0
-        for size in sizes:
-            scratch_a.append(b.gep(mine, [c64(off)], inbounds=True))
-            if not contiguous:
-                scratch_b.append(b.gep(mine, [c64(off + size)], inbounds=True))
-            off += size * (1 if contiguous else 2)
+        scratch_a, scratch_b = _scratch_runs(ctx, ref, w, slot_bytes, sizes, not contiguous)
         par = em.alloca(ir.IntType(1))
         islot, jslot = em.alloca(I64), em.alloca(I64)
 
@@ -381,14 +388,7 @@ def _buffered(ctx, op: Operation, dim: int, k: int) -> None:
     ref = ctx.temp_ref(TensorType((slots * slot_bytes,), element_type("i8")), token)
 
     def slices(lo, hi, w):
-        b = ctx.b
-        mine = b.gep(ctx.resolve(ref), [b.mul(w, c64(slot_bytes))], inbounds=True)
-        A, B = [], []
-        off = 0
-        for size in sizes:
-            A.append(b.gep(mine, [c64(off)], inbounds=True))
-            B.append(b.gep(mine, [c64(off + size)], inbounds=True))
-            off += 2 * size
+        A, B = _scratch_runs(ctx, ref, w, slot_bytes, sizes, True)
         count, par, islot, jslot = em.alloca(I64), em.alloca(ir.IntType(1)), em.alloca(I64), em.alloca(I64)
 
         def tail(ptrs):
