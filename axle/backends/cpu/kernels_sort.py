@@ -196,25 +196,7 @@ def _merge_sort(ctx, op: Operation, dim: int) -> None:
                 em.for_range_dynamic(c64(0), c64(n), gather)
             b.store(ir.Constant(ir.IntType(1), int(start)), par)
 
-            def merge_pass(q):
-                b = em.b
-                width = b.shl(c64(1), q)
-                flip = b.load(par)
-                src = [b.select(flip, y, x) for x, y in zip(bufs_a, bufs_b)]
-                dst = [b.select(flip, x, y) for x, y in zip(bufs_a, bufs_b)]
-                if first is not None:  # the first pass reads the operands (or the results)
-                    src = [b.select(b.icmp_unsigned("==", q, c64(0)), f, x) for f, x in zip(first, src)]
-                runs = b.udiv(b.add(c64(n - 1), b.shl(width, c64(1))), b.shl(width, c64(1)))
-
-                def merge(ri):
-                    b = em.b
-                    lo_ = b.mul(ri, b.shl(width, c64(1)))
-                    mid = _clamp(b, b.add(lo_, width), c64(n))
-                    hi_ = _clamp(b, b.add(mid, width), c64(n))
-                    _merge_two(em, region, ets, src, dst, lo_, mid, hi_, hi_, islot, jslot)
-                em.for_range_dynamic(c64(0), runs, merge)
-                em.b.store(em.b.not_(flip), par)
-            em.for_range_dynamic(c64(0), c64(passes), merge_pass)
+            _merge_passes(em, region, ets, bufs_a, bufs_b, c64(n), c64(passes), par, islot, jslot, first)
             if contiguous and start == ((passes - 1) % 2 == 0):
                 return  # the last pass wrote the result
             b = em.b
@@ -264,6 +246,33 @@ def _merge_two(em, region, ets, src: list, dst: list, lo, mid, hi, end, islot, j
     em.for_range_dynamic(lo, end, step)
 
 
+def _merge_passes(em, region, ets, a: list, b_: list, n, passes, par, islot, jslot, first=None) -> None:
+    """Passes 0 .. passes - 1 of a bottom-up merge sort of n elements (run-time values):
+    pass q merges runs of width 2^q between a and b_, the direction read from and flipped
+    in `par` (set: b_ -> a). `first`: what pass 0 reads instead (the operands in place)."""
+    c64 = em.const_i64
+
+    def merge_pass(q):
+        b = em.b
+        width = b.shl(c64(1), q)
+        flip = b.load(par)
+        src = [b.select(flip, y, x) for x, y in zip(a, b_)]
+        dst = [b.select(flip, x, y) for x, y in zip(a, b_)]
+        if first is not None:
+            src = [b.select(b.icmp_unsigned("==", q, c64(0)), f, x) for f, x in zip(first, src)]
+        runs = b.udiv(b.add(b.sub(n, c64(1)), b.shl(width, c64(1))), b.shl(width, c64(1)))
+
+        def merge(ri):
+            b = em.b
+            lo_ = b.mul(ri, b.shl(width, c64(1)))
+            mid = _clamp(b, b.add(lo_, width), n)
+            hi_ = _clamp(b, b.add(mid, width), n)
+            _merge_two(em, region, ets, src, dst, lo_, mid, hi_, hi_, islot, jslot)
+        em.for_range_dynamic(c64(0), runs, merge)
+        em.b.store(em.b.not_(flip), par)
+    em.for_range_dynamic(c64(0), passes, merge_pass)
+
+
 def _sort_run(em, region, ets, a: list, b_: list, m, par, islot, jslot) -> None:
     """Bottom-up merge sort of a[0:m] (m a run-time length), between a and the scratch
     b_ (same size); the sorted run ends in a."""
@@ -275,24 +284,7 @@ def _sort_run(em, region, ets, a: list, b_: list, m, par, islot, jslot) -> None:
     lz = b.call(ctlz, [b.sub(m, c64(1)), ir.Constant(ir.IntType(1), 0)])
     passes = b.select(one, b.sub(c64(64), lz), c64(0))
     b.store(ir.Constant(ir.IntType(1), 0), par)
-
-    def merge_pass(q):
-        b = em.b
-        width = b.shl(c64(1), q)
-        flip = b.load(par)
-        src = [b.select(flip, y, x) for x, y in zip(a, b_)]
-        dst = [b.select(flip, x, y) for x, y in zip(a, b_)]
-        runs = b.udiv(b.add(b.sub(m, c64(1)), b.shl(width, c64(1))), b.shl(width, c64(1)))
-
-        def merge(ri):
-            b = em.b
-            lo_ = b.mul(ri, b.shl(width, c64(1)))
-            mid = _clamp(b, b.add(lo_, width), m)
-            hi_ = _clamp(b, b.add(mid, width), m)
-            _merge_two(em, region, ets, src, dst, lo_, mid, hi_, hi_, islot, jslot)
-        em.for_range_dynamic(c64(0), runs, merge)
-        em.b.store(em.b.not_(flip), par)
-    em.for_range_dynamic(c64(0), passes, merge_pass)
+    _merge_passes(em, region, ets, a, b_, m, passes, par, islot, jslot)
     with em.b.if_then(em.b.load(par)):  # an odd number of passes: the run is in b_
         em.for_range_dynamic(c64(0), m, lambda p: [
             S.store(em.b, S.load(em.b, em.element_ptr(y, et, p), et), em.element_ptr(x, et, p), et)
