@@ -44,7 +44,7 @@ def _bytes(t) -> int:
     return t.num_elements * max(1, t.element_type.bitwidth // 8)
 
 
-def _inside(v, loop: Operation) -> bool:
+def defined_inside(v, loop: Operation) -> bool:
     """Whether value v is defined inside loop (by an op nested in it, or as a block
     argument of one of its regions)."""
     owner = getattr(v, "owner", None)
@@ -124,7 +124,7 @@ def _hoist(loop: Operation) -> bool:
         outside = True
         consts = []
         for v in op.operands:
-            if not _inside(v, loop):
+            if not defined_inside(v, loop):
                 continue
             p = getattr(v, "owner", None)
             if isinstance(p, Operation) and p.name == "stablehlo.constant" and p.parent is body:

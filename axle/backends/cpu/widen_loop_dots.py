@@ -16,7 +16,7 @@ from axle.ir.core import Module, Operation
 from axle.ir.types import TensorType, element_type
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder
-from axle.passes.while_licm import _inside
+from axle.passes.while_licm import defined_inside
 
 _LOW = ("bf16", "f16")
 
@@ -42,7 +42,7 @@ def _rewrite(op: Operation) -> bool:
     if not any(n in _LOW for n in names[:2]) or not all(n in _LOW + ("f32",) for n in names):
         return False
     loop = _loop_of(op)
-    if loop is None or all(_inside(v, loop) for v in op.operands):
+    if loop is None or all(defined_inside(v, loop) for v in op.operands):
         return False
     f32 = element_type("f32")
     b = Builder.before(op)
