@@ -12,7 +12,7 @@ from axle.passes.registry import PASSES, make_pass, register_pass
 from axle.passes import (inline, dead_code, cse, constant_folding, simplify, dot_canonicalize,  # noqa: E402,F401,I001
                          chlo_expand, expanders, refine_shapes, transpose_fold, lower_quant,
                          jax_custom_calls, forward_tuples, drop_barriers, static_shape_ops, unroll_loops,
-                         while_licm)
+                         while_licm, widen_lowp_reductions)
 from axle.passes.pipelines import default_pipeline  # noqa: E402
 
 __all__ = ["Pass", "FixedPoint", "PassManager", "PassError", "PASSES", "register_pass", "make_pass",

@@ -46,6 +46,8 @@ def lowering_pipeline() -> list:
         CpuTopK(),
         # bf16 / f16 / small-integer convolutions in f32 or f64, the convolution kernels' types
         CpuWidenConvolutions(),
+        # bf16 / f16 sums and products (reduce, reduce_window) accumulate in f32, as XLA's do
+        PASSES["widen-lowp-reductions"](),
         # bf16 / f16 dots in loops with an operand from outside in f32, and that operand's
         # convert (with whatever else became invariant) moved out of the loop
         CpuWidenLoopDots(),
