@@ -25,6 +25,16 @@ PROGRAMS = {
       %0 = stablehlo.reduce(%x init: %z) applies stablehlo.maximum across dimensions = [1] : (tensor<5x67x129xf32>, tensor<f32>) -> tensor<5x129xf32>
       return %0 : tensor<5x129xf32>
     }""", [(5, 67, 129)]),
+    # the leading axis kept, a short innermost one: split by rows, the sum over the middle
+    # axis reassociated (vectorized along it) with the power fused into it
+    "middle_sum_short_rows": ("""func.func @main(%x: tensor<37x67x3xf32>) -> tensor<37x3xf32> {
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %a = stablehlo.abs %x : tensor<37x67x3xf32>
+      %e = stablehlo.constant dense<-1.5> : tensor<37x67x3xf32>
+      %p = stablehlo.power %a, %e : tensor<37x67x3xf32>
+      %0 = stablehlo.reduce(%p init: %z) applies stablehlo.add across dimensions = [1] : (tensor<37x67x3xf32>, tensor<f32>) -> tensor<37x3xf32>
+      return %0 : tensor<37x3xf32>
+    }""", [(37, 67, 3)]),
     "int_column_sum": ("""func.func @main(%x: tensor<67x131xi32>) -> tensor<131xi32> {
       %z = stablehlo.constant dense<0> : tensor<i32>
       %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<67x131xi32>, tensor<i32>) -> tensor<131xi32>

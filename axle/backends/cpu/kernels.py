@@ -157,16 +157,36 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
             accs = [S.load(b, p, t.element_type, mine) for p, t in zip(ptrs, out_ts)]
             with em.reading({"noalias": scopes} if scopes is not None else None):
                 xs = [em.value_at(v, full) for v in inputs]
-            new = em.region_scalars(op.regions[0], accs + xs)
+            if reassoc:
+                new = [b.fadd(accs[0], xs[0])]
+                new[0].flags.append("reassoc")
+            else:
+                new = em.region_scalars(op.regions[0], accs + xs)
             for p, t, x in zip(ptrs, out_ts, new):
                 S.store(b, x, p, t.element_type, mine)
         return at
 
+    # A float sum whose innermost kept axis is a few elements (unrolled by the emitter: the
+    # sum over the middle axis of N x M x 3 points) may be reassociated, as the vectorized
+    # row sums of emit_reduce are: LLVM then vectorizes along the reduced axis, with partial
+    # sums, and everything fused into it (the per-pair power of an N-body force) with it.
+    reassoc = _simple_float_add(op) and in_t.shape[-1] <= SHORT_KEPT
     from axle.backends.cpu.parallel import split_ranges, thread_count
     total = 1
     for d in in_t.shape:
         total *= d
     if _reduce_leading_in_parts(ctx, op, in_t, out_ts, total, init, step):
+        return
+    if 0 in kept and in_t.shape[0] >= ROW_SPLIT_MIN:
+        # the leading axis is kept: each thread owns whole leading rows of the results and
+        # reads its own contiguous part of the input (a sum over the middle axis of an
+        # N x M x 3 array split by its 3 columns gave one thread twice the other's work,
+        # and both walked all of the input)
+        def rows(lo, hi):
+            results = [ctx.buffer(r) for r in op.results]
+            em.loop_nest_range(list(out_ts[0].shape), 0, lo, hi, init(results))
+            em.loop_nest_range(list(in_t.shape), 0, lo, hi, step(results))
+        split_ranges(ctx, in_t.shape[0], total, rows)
         return
     # one wide block of columns per thread: narrow blocks read each row in short pieces
     def columns(lo, hi):
@@ -176,6 +196,8 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
     split_ranges(ctx, in_t.shape[-1], total, columns, chunks=thread_count())
 
 
+SHORT_KEPT = 4  # innermost kept extent up to which a sum over outer axes is reassociated (see _reduce_in_memory_order)
+ROW_SPLIT_MIN = 8  # leading extent from which a reduction keeping its leading axis is split by rows
 REDUCE_PARTS = 4  # parts of the leading axis of a split reduction (fixed: results do not depend on threads)
 REDUCE_FRAME_BYTES = 48 * 1024  # most stack for the parts' partial results
 
