@@ -240,7 +240,7 @@ def test_leading_axis_reduction_needs_no_temporaries():
 
 def test_a_loop_with_a_fused_row_reduction_is_split_across_threads():
     """logsumexp's last kernel computes a 2048-element sum per result inside its loop: its
-    work counts the reduction (elementwise._op_work), so it runs on the pool like the work
+    work counts the reduction (costs.element_work), so it runs on the pool like the work
     it is, with the results of one thread."""
     import jax
     import jax.numpy as jnp

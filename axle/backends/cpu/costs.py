@@ -19,6 +19,33 @@ MOVES = (names_with(MOVEMENT) | names_with(CONSTANT_LIKE)
          | {"stablehlo.bitcast_convert", "stablehlo.get_tuple_element", "stablehlo.tuple",
             "stablehlo.copy", "stablehlo.while", "stablehlo.if", "stablehlo.case"})
 
+# functions computed by a polynomial or a series per element (fastmath.py): a vectorized
+# one costs about TRANSCENDENTAL_WORK simple ops per element
+TRANSCENDENTAL = frozenset("stablehlo." + n for n in (
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sine", "cosine",
+    "tan", "power", "atan2", "cbrt")) | frozenset("chlo." + n for n in (
+        "erf", "erfc", "erf_inv", "lgamma", "digamma", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",
+        "atanh", "tan", "bessel_i1e", "polygamma", "zeta"))
+TRANSCENDENTAL_WORK = 8
+
+
+def element_work(o) -> int:
+    """Simple ops per result element of a fused op, for the pool's split decision
+    (parallel.PARALLEL_MIN_WORK): 1; TRANSCENDENTAL_WORK for a transcendental function; for
+    a reduction computed inside the loop (a row sum read by its row's elements) the
+    elements it combines per result, so that such a loop is split across threads like the
+    work it is (logsumexp over 2048 x 2048)."""
+    if o.name in ("stablehlo.reduce", "stablehlo.reduce_window") and o.operands:
+        n_in, n_out = _elements(o.operands[0]), _elements(o.results[0])
+        if n_in and n_out:
+            return max(1, n_in // n_out)
+    return TRANSCENDENTAL_WORK if o.name in TRANSCENDENTAL else 1
+
+
+def fused_work(fused) -> int:
+    """Simple ops per element of a loop kernel that computes the ops `fused` (moves free)."""
+    return 1 + sum(element_work(o) for o in fused if o.name not in MOVES)
+
 
 def _elements(v) -> int:
     t = getattr(v, "type", None)

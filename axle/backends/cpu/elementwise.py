@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 
 from axle.codegen import scalar as S
-from axle.backends.cpu.costs import MOVES
+from axle.backends.cpu.costs import fused_work
 from axle.codegen.emitter import _ty
 from axle.backends.cpu.kernels import Accumulators, _simple_float_add, reads_buffer_of, scoped_accesses  # noqa: F401
 from axle.backends.cpu.parallel import outer_dim, split_loop
@@ -30,7 +30,7 @@ def emit_elementwise(ctx, op: Operation) -> None:
         with em.reading(other):
             v = em.op_at(op, idx)
         S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, t.shape)), et, mine)
-    work = 1 + sum(_op_work(o) for o in ctx.kernels[-1].fused if o.name not in MOVES) if ctx.kernels else 1
+    work = fused_work(ctx.kernels[-1].fused) if ctx.kernels else 1
     rows = ctx.row_fusions.get(op)
     if rows is None:
         mine, other = scoped_accesses(ctx, op.operands, [r]) if _reads_through_pointers(ctx, op) else (None, None)
@@ -102,18 +102,6 @@ def _reads_through_pointers(ctx, op: Operation) -> bool:
                 seen.add(p)
                 stack.append(p)
     return False
-
-
-def _op_work(o: Operation) -> int:
-    """Ops per result element of a fused op: 1, or for a reduction computed inside the loop
-    (a row sum read by its row's elements) the elements it combines per result, so that
-    such a loop is split across threads like the work it is (logsumexp over 2048 x 2048)."""
-    if o.name in ("stablehlo.reduce", "stablehlo.reduce_window") and o.operands:
-        it, ot = _ty(o.operands[0]), _ty(o.results[0])
-        if it.is_static and ot.is_static:
-            n_in, n_out = int(np.prod(it.shape, dtype=np.int64)), int(np.prod(ot.shape, dtype=np.int64))
-            return max(1, n_in // max(n_out, 1))
-    return 1
 
 
 TRANSPOSE_TILE = 16  # a transpose moving the innermost dimension runs over tiles of 16 x 16

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from axle.backends.cpu import row_fusion
-from axle.backends.cpu.costs import MOVES
+from axle.backends.cpu.costs import MOVES, TRANSCENDENTAL
 from axle.codegen.emitter import _ty
 from axle.backends.cpu.registry import KERNELS, ROW_PRODUCERS, is_elementwise
 from axle.backends.cpu.row_fusion import computed_here
@@ -33,11 +33,6 @@ POOL_SCRATCH_BYTES = 64 * 1024  # most stack per thread for the convolution rows
 # REUSE_COST ops per element) gets a buffer when a broadcast reads it REUSE_FACTOR or more
 # times per element: computed once per element, not once per element of the broadcast
 # (rotary embeddings: cos and sin of [positions, d/2] read across batch and heads)
-TRANSCENDENTAL = frozenset("stablehlo." + n for n in (
-    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sine", "cosine",
-    "tan", "power", "atan2", "cbrt")) | frozenset("chlo." + n for n in (
-        "erf", "erfc", "erf_inv", "lgamma", "digamma", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",
-        "atanh", "tan", "bessel_i1e", "polygamma", "zeta"))
 REUSE_FACTOR = 4
 REUSE_COST = 8
 

@@ -119,7 +119,13 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
     n_red = 1
     for d in dims:
         n_red *= in_t.shape[d]
-    split_loop(ctx, list(out_ts[0].shape), outer_dim(out_ts[0].shape), body, n_red)
+    split_loop(ctx, list(out_ts[0].shape), outer_dim(out_ts[0].shape), body, n_red * _input_work(ctx, op))
+
+
+def _input_work(ctx: Context, op: Operation) -> int:
+    """Simple ops per input element of a reduction kernel: what is fused into it (costs.py)."""
+    from axle.backends.cpu.costs import fused_work
+    return fused_work([o for o in ctx.kernels[-1].fused if o is not op]) if ctx.kernels else 1
 
 
 def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in_t, out_ts) -> None:
@@ -172,7 +178,7 @@ def _reduce_in_memory_order(ctx: Context, op: Operation, inputs, inits, kept, in
     # sums, and everything fused into it (the per-pair power of an N-body force) with it.
     reassoc = _simple_float_add(op) and in_t.shape[-1] <= SHORT_KEPT
     from axle.backends.cpu.parallel import split_ranges, thread_count
-    total = 1
+    total = _input_work(ctx, op)
     for d in in_t.shape:
         total *= d
     if _reduce_leading_in_parts(ctx, op, in_t, out_ts, total, init, step):

@@ -40,10 +40,14 @@ def convolution(ctx: Context, op: Operation) -> None:
     if cb is not None:
         _conv_direct(ctx, op, cb)
         return
-    from axle.backends.cpu.kernels_conv_rows import emit_rows_conv, rows_plan
+    from axle.backends.cpu.kernels_conv_rows import channels_plan, emit_channels_conv, emit_rows_conv, rows_plan
     rows = rows_plan(op)
     if rows is not None:  # depthwise NCHW, one-channel filters: vectorized along the innermost spatial dimension
         emit_rows_conv(ctx, op, rows)
+        return
+    chans = channels_plan(op)
+    if chans is not None:  # depthwise NHWC: vectorized along the channels
+        emit_channels_conv(ctx, op, chans)
         return
     from axle.backends.cpu.kernels_conv_general import library_enabled, emit_general_conv, general_plan
     plan = None if library_enabled() else _gemm_plan(op)  # (the library's routine does the same)

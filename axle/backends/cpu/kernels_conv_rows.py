@@ -29,16 +29,20 @@ MIN_ROW = 16  # outputs along the innermost spatial dimension at least
 TILE = 512  # outputs of a row combined together
 
 
-def rows_plan(op: Operation) -> Optional[dict]:
+def rows_plan(op: Operation, layout: Optional[tuple] = None) -> Optional[dict]:
+    """The rows kernel's plan for op, None where it does not apply; `layout` = (lhs type,
+    result type, dimension numbers) asks for op in another layout (conv_rows_layout.py)."""
     from axle.backends.cpu.kernels_conv_general import conv_window
     lhs, rhs = op.operands
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    dn = op.attr("dimension_numbers")
+    if layout is not None:
+        lt, ot, dn = layout
     et = ot.element_type
     if not (et.is_float and et.bitwidth in (32, 64)) or lt.element_type != et or kt.element_type != et:
         return None
     if not (lt.is_static and kt.is_static and ot.is_static) or 0 in ot.shape or 0 in lt.shape:
         return None
-    dn = op.attr("dimension_numbers")
     isp, osp = dn["input_spatial_dimensions"], dn["output_spatial_dimensions"]
     if not isp or isp[-1] != lt.rank - 1 or osp[-1] != ot.rank - 1:
         return None
@@ -143,3 +147,104 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
     for t in taps_outer:
         work *= t
     split_ranges(ctx, rows * n_tiles, work, lambda lo, hi: em.for_range_dynamic(lo, hi, unit))
+
+
+MIN_CHANNELS = 8  # depthwise channels at least (a vector's lanes) for the channels kernel
+
+
+def channels_plan(op: Operation) -> Optional[dict]:
+    """The channels kernel's plan for a depthwise convolution with its feature dimension
+    innermost (NHWC / NWC with feature_group_count = channels, one filter per channel), None
+    where it does not apply."""
+    from axle.backends.cpu.kernels_conv_general import conv_window
+    lhs, rhs = op.operands
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    et = ot.element_type
+    if not (et.is_float and et.bitwidth in (32, 64)) or lt.element_type != et or kt.element_type != et:
+        return None
+    if not (lt.is_static and kt.is_static and ot.is_static) or 0 in ot.shape or 0 in lt.shape:
+        return None
+    dn = op.attr("dimension_numbers")
+    if dn["input_feature_dimension"] != lt.rank - 1 or dn["output_feature_dimension"] != ot.rank - 1:
+        return None
+    strides, pad_lo, ldil, rdil, rev, fgc, bgc = conv_window(op)
+    channels = lt.shape[-1]
+    if bgc != 1 or any(d != 1 for d in ldil) or any(rev) or fgc != channels or channels < MIN_CHANNELS:
+        return None
+    if kt.shape[dn["kernel_input_feature_dimension"]] != 1 or ot.shape[-1] != channels:
+        return None
+    return {"dn": dn, "strides": strides, "pad_lo": pad_lo, "rdil": rdil}
+
+
+def emit_channels_conv(ctx, op: Operation, plan: dict) -> None:
+    """Depthwise, features innermost: per output pixel (every output index but the feature),
+    the pixel's channels are zeroed, then for every window position inside the input
+    `out[c] += w[tap, c] * x[pixel's tap, c]` along the channels (contiguous in the input,
+    the output and, for HWIO filters, the weights), which LLVM vectorizes. Each output sums
+    its window's products in window order. Pixels are shared across the pool's threads."""
+    from axle.backends.cpu.parallel import split_ranges
+    from axle.backends.cpu.scopes import scoped_accesses
+    em = ctx.em
+    c64 = em.const_i64
+    lhs, rhs = op.operands
+    lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
+    et = ot.element_type
+    dn, strides, pad_lo, rdil = plan["dn"], plan["strides"], plan["pad_lo"], plan["rdil"]
+    ib, isp = dn["input_batch_dimension"], dn["input_spatial_dimensions"]
+    ki, ko, ksp = (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
+                   dn["kernel_spatial_dimensions"])
+    ob, osp = dn["output_batch_dimension"], dn["output_spatial_dimensions"]
+    channels = ot.shape[-1]
+    add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
+    mine, other = scoped_accesses(ctx, list(op.operands), [op.results[0]])
+    pix_shape = list(ot.shape[:-1])
+    pixels = 1
+    for d in pix_shape:
+        pixels *= d
+    taps = [kt.shape[d] for d in ksp]
+
+    def read(v, idx):
+        with em.reading(other):
+            return em.value_at(v, idx)
+
+    def pixel(u):
+        b = em.b
+        dst = ctx.buffer(op.results[0])
+        oidx = dict(zip(range(ot.rank - 1), em.delinear(u, pix_shape)))
+        base = b.mul(u, c64(channels))
+
+        def zero(c):
+            S.store(em.b, S.constant(et, 0), em.element_ptr(dst, et, em.b.add(base, c)), et, mine)
+        em.for_range_dynamic(c64(0), c64(channels), zero)
+
+        def tap(kidx):
+            b2 = em.b
+            ok = ir.Constant(I1, 1)
+            lidx = [None] * lt.rank
+            lidx[ib] = oidx[ob]
+            for i in range(len(isp)):
+                p = b2.sub(b2.add(b2.mul(oidx[osp[i]], c64(strides[i])), b2.mul(kidx[i], c64(rdil[i]))),
+                           c64(pad_lo[i]))
+                ok = b2.and_(ok, b2.icmp_signed(">=", p, c64(0)))
+                ok = b2.and_(ok, b2.icmp_signed("<", p, c64(lt.shape[isp[i]])))
+                lidx[isp[i]] = p
+
+            def channel(c):
+                b3 = em.b
+                widx = [None] * kt.rank
+                widx[ki], widx[ko] = c64(0), c
+                for i, d in enumerate(ksp):
+                    widx[d] = kidx[i]
+                li = list(lidx)
+                li[lt.rank - 1] = c
+                ptr = em.element_ptr(dst, et, b3.add(base, c))
+                acc = S.load(b3, ptr, et, mine)
+                S.store(b3, add(em, et, [acc, mul(em, et, [read(rhs, widx), read(lhs, li)], op)], op), ptr, et, mine)
+            with em.b.if_then(ok):
+                em.for_range_dynamic(c64(0), c64(channels), channel)
+        em.loop_nest(taps, tap)
+
+    work = pixels * channels
+    for t in taps:
+        work *= t
+    split_ranges(ctx, pixels, work, lambda lo, hi: em.for_range_dynamic(lo, hi, pixel))

@@ -27,6 +27,7 @@ def lowering_pipeline() -> list:
     """The passes that make a module what the CPU code generator takes (each is a no-op on
     a module without the ops it lowers)."""
     from axle.backends.cpu.lower_effects import CpuLowerEffects
+    from axle.backends.cpu.conv_rows_layout import CpuConvRowsLayout
     from axle.backends.cpu.lower_top_k import CpuTopK
     from axle.backends.cpu.widen_convolutions import CpuWidenConvolutions
     from axle.backends.cpu.widen_loop_dots import CpuWidenLoopDots
@@ -46,6 +47,9 @@ def lowering_pipeline() -> list:
         CpuTopK(),
         # bf16 / f16 / small-integer convolutions in f32 or f64, the convolution kernels' types
         CpuWidenConvolutions(),
+        # convolutions with a few features innermost (NHWC RGB filters) in a layout with a
+        # spatial dimension innermost, where the rows kernel vectorizes them
+        CpuConvRowsLayout(),
         # bf16 / f16 sums and products (reduce, reduce_window) accumulate in f32, as XLA's do
         PASSES["widen-lowp-reductions"](),
         # bf16 / f16 dots in loops with an operand from outside in f32, and that operand's

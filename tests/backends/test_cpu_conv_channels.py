@@ -1,0 +1,80 @@
+"""Convolutions with the feature dimension innermost and few features per group:
+depthwise NHWC / NWC / NDHWC by the channels kernel (kernels_conv_rows.emit_channels_conv:
+strides, padding, rhs dilation, 1-D and 3-D, f64, channel counts that are not a multiple
+of a vector), and filters with fewer than 8 features (an RGB blur, a Sobel pair) moved to a
+spatial-innermost layout for the rows kernel (pass cpu-conv-rows-layout). Against jax.jit
+and the interpreter; each test checks that the kernel it names ran."""
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+from jax import lax  # noqa: E402
+
+import axle  # noqa: E402
+
+R = np.random.default_rng(7)
+
+
+def f32(*s, scale=1.0):
+    return (R.standard_normal(s) * scale).astype(np.float32)
+
+
+def _check(fn, *args, rtol=2e-5):
+    text = jax.jit(fn).lower(*args).as_text()
+    exe = axle.compile(text, backend="cpu")
+    got = exe.execute(list(args))[0]
+    np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(*args)), rtol=rtol, atol=rtol)
+    want = axle.interpret(text, *args)
+    want = want[0] if isinstance(want, (list, tuple)) else want
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    return exe
+
+
+def _depthwise(x, w, stride, padding, dn, rdil=None):
+    return lax.conv_general_dilated(x, w, stride, padding, rhs_dilation=rdil, dimension_numbers=dn,
+                                    feature_group_count=x.shape[-1])
+
+
+@pytest.mark.parametrize("stride,padding,rdil", [((1, 1), "SAME", None), ((2, 2), "SAME", None),
+                                                 ((1, 2), "VALID", (2, 1)), ((1, 1), [(3, 0), (2, 4)], None)])
+@pytest.mark.parametrize("channels", [8, 13, 64])
+def test_depthwise_nhwc(stride, padding, rdil, channels, calls_of):
+    calls = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_channels_conv")
+    x, w = f32(2, 11, 9, channels), f32(3, 3, 1, channels, scale=0.3)
+    _check(lambda x, w: _depthwise(x, w, stride, padding, ("NHWC", "HWIO", "NHWC"), rdil), x, w)
+    assert calls
+
+
+def test_depthwise_nwc_long_window_and_ndhwc(calls_of):
+    calls = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_channels_conv")
+    _check(lambda x, w: _depthwise(x, w, (1,), "SAME", ("NWC", "WIO", "NWC")), f32(3, 70, 16), f32(15, 1, 16, scale=0.2))
+    _check(lambda x, w: _depthwise(x, w, (1, 2, 1), "SAME", ("NDHWC", "DHWIO", "NDHWC")),
+           f32(1, 5, 6, 7, 8), f32(3, 3, 2, 1, 8, scale=0.2))
+    assert len(calls) >= 2
+
+
+def test_depthwise_nhwc_f64_and_its_gradients(calls_of):
+    calls = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_channels_conv")
+    with jax.enable_x64(True):
+        x = R.standard_normal((2, 9, 8, 12))
+        w = R.standard_normal((3, 3, 1, 12)) * 0.3
+        _check(lambda x, w: _depthwise(x, w, (1, 1), "SAME", ("NHWC", "HWIO", "NHWC")), x, w, rtol=1e-12)
+    assert calls
+
+    def loss(x, w):
+        return (_depthwise(x, w, (1, 1), "SAME", ("NHWC", "HWIO", "NHWC")) ** 2).sum()
+    _check(lambda x, w: jax.grad(loss, argnums=(0, 1))(x, w)[0], f32(2, 9, 8, 16), f32(3, 3, 1, 16, scale=0.3),
+           rtol=1e-4)
+
+
+def test_few_features_innermost_run_as_rows(calls_of):
+    """An 11 x 11 per-channel blur of RGB images and a Sobel pair (one input feature, two
+    outputs) in NHWC: transposed to a spatial-innermost layout and run by the rows kernel."""
+    calls = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_rows_conv")
+    blur = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID",  # noqa: E731
+                                                 dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=3)
+    _check(blur, np.abs(f32(2, 40, 36, 3)), np.abs(f32(11, 11, 1, 3, scale=0.1)))
+    sobel = lambda x, w: lax.conv_general_dilated(x, w, (2, 1), "SAME",  # noqa: E731
+                                                  dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    _check(sobel, f32(3, 33, 40, 1), f32(3, 3, 1, 2))
+    assert len(calls) >= 2
