@@ -133,6 +133,7 @@ class Emitter:
         self.concat_parts: dict = {}
         self._memo: dict = {}  # op_at's values: (op, index, block) ids -> (op, index, block, value)
         self.read_metadata = None  # LLVM metadata put on the loads of buffers (alias scopes)
+        self.read_exclude: frozenset = frozenset()  # values whose loads get no read_metadata
         self._globals = 0
         self._const_globals: dict = {}  # constant op -> its global
         self.scalars: dict = {}  # value -> stack slot holding its value at the current row
@@ -238,15 +239,16 @@ class Emitter:
         return g
 
     @contextlib.contextmanager
-    def reading(self, metadata: Optional[dict]):
+    def reading(self, metadata: Optional[dict], exclude=()):
         """Buffer loads emitted inside carry `metadata` (an alias scope's noalias: see
-        backends/cpu/scopes.py); None adds nothing."""
-        saved = self.read_metadata
-        self.read_metadata = metadata
+        backends/cpu/scopes.py), except loads of the values in `exclude` (buffers a result
+        shares); None adds nothing."""
+        saved = self.read_metadata, self.read_exclude
+        self.read_metadata, self.read_exclude = metadata, frozenset(exclude)
         try:
             yield
         finally:
-            self.read_metadata = saved
+            self.read_metadata, self.read_exclude = saved
 
     def smin(self, x, y):
         return self.b.select(self.b.icmp_signed("<", x, y), x, y)
@@ -382,7 +384,7 @@ class Emitter:
             return S.load(self.b, self.element_ptr(rows, et, self.linear(local, [count] + list(t.shape[2:]))), et)
         if v in self.buffers:
             return S.load(self.b, self.element_ptr(self.buffers[v], et, self.linear(idx, t.shape)), et,
-                          self.read_metadata)
+                          None if v in self.read_exclude else self.read_metadata)
         op = getattr(v, "owner", None)
         if not isinstance(op, Operation):
             raise Unsupported("block argument without a buffer")

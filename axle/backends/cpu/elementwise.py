@@ -13,6 +13,7 @@ from axle.codegen import scalar as S
 from axle.backends.cpu.costs import fused_work
 from axle.codegen.emitter import _ty
 from axle.backends.cpu.kernels import Accumulators, _simple_float_add, reads_buffer_of, scoped_accesses  # noqa: F401
+from axle.backends.cpu.scopes import scoped_accesses_but_shared
 from axle.backends.cpu.parallel import outer_dim, split_loop
 from axle.backends.cpu.registry import loop_kernel
 from axle.ir.core import Operation, Value
@@ -25,15 +26,20 @@ def emit_elementwise(ctx, op: Operation) -> None:
     et = t.element_type
     em = ctx.em
 
+    shared: set = set()  # buffers read that are the result's own (in place): no noalias on them
+
     def body(idx, mine=None, other=None):
         dst = ctx.buffer(r)  # resolved in whichever function the loop lands in
-        with em.reading(other):
+        with em.reading(other, shared):
             v = em.op_at(op, idx)
         S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, t.shape)), et, mine)
     work = fused_work(ctx.kernels[-1].fused) if ctx.kernels else 1
     rows = ctx.row_fusions.get(op)
     if rows is None:
-        mine, other = scoped_accesses(ctx, op.operands, [r]) if _reads_through_pointers(ctx, op) else (None, None)
+        mine = other = None
+        if _reads_through_pointers(ctx, op):
+            mine, other, both = scoped_accesses_but_shared(ctx, op.operands, [r])
+            shared.update(both)
         src = op.operands[0] if op.name == "stablehlo.reshape" else None
         if src is not None and _ty(src).is_static and _ty(src).rank > 0:
             # a reshape keeps the row-major order: loop over its operand's shape, store at
@@ -43,7 +49,7 @@ def emit_elementwise(ctx, op: Operation) -> None:
 
             def flat(idx):
                 dst = ctx.buffer(r)
-                with em.reading(other):
+                with em.reading(other, shared):
                     v = em.value_at(src, idx)
                 S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, shape)), et, mine)
             split_loop(ctx, shape, outer_dim(shape), flat, work)

@@ -16,20 +16,26 @@ from axle.ir.core import Operation
 def reads_buffer_of(ctx, values: list, r) -> bool:
     """Whether a value with a buffer among `values` or read through fused values from them
     shares r's buffer."""
-    seen, stack = set(), list(values)
+    return bool(buffers_shared(ctx, values, [r]))
+
+
+def buffers_shared(ctx, values: list, results: list) -> set:
+    """The values with a buffer among `values`, or read through fused values from them, that
+    share a buffer with one of `results`."""
+    seen, stack, shared = set(), list(values), set()
     while stack:
         v = stack.pop()
         if v in seen or not hasattr(v, "type"):
             continue
         seen.add(v)
         if ctx.has_buffer(v):
-            if ctx.same_buffer(v, r):
-                return True
+            if any(ctx.same_buffer(v, r) for r in results):
+                shared.add(v)
             continue
         o = getattr(v, "owner", None)
         if isinstance(o, Operation):
             stack.extend(o.operands)
-    return False
+    return shared
 
 
 def scoped_accesses(ctx, reads: list, results: list):
@@ -44,6 +50,17 @@ def scoped_accesses(ctx, reads: list, results: list):
         return None, None
     scopes = _result_scopes(ctx)
     return {"alias.scope": scopes}, {"noalias": scopes}
+
+
+def scoped_accesses_but_shared(ctx, reads: list, results: list):
+    """(metadata for the stores of `results`, metadata for the reads, the values whose reads
+    must not carry it): like scoped_accesses, but where some read buffers are the results'
+    own (a loop's carried state updated in place) only those reads go without the noalias,
+    so the others (the loop counter, the sequence a scan slices) still stay out of the
+    element loop."""
+    shared = buffers_shared(ctx, list(reads), results)
+    scopes = _result_scopes(ctx)
+    return {"alias.scope": scopes}, {"noalias": scopes}, shared
 
 
 def _result_scopes(ctx):
