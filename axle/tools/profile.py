@@ -122,7 +122,7 @@ def run_profile(text: str, args: Optional[list] = None, name: str = "module", fu
             if not quiet:
                 print(f"@{fn.sym_name}: random arguments (seed {seed}): "
                       + ", ".join(f"{x.dtype}{list(x.shape)}" for x in args))
-        args = [np.ascontiguousarray(a) for a in args]
+        args = [np.require(a, requirements="C") for a in args]  # (ascontiguousarray makes a 0-d array 1-d)
         outs = None
         for _ in range(max(warmup, 0)):
             outs = ex.execute(args)
