@@ -153,6 +153,20 @@ def test_axle_profile_command(tmp_path, capsys):
     assert "axle profile" in capsys.readouterr().out
 
 
+def test_axle_profile_inputs_keep_0d_arguments(tmp_path, capsys):
+    prog = tmp_path / "scale.mlir"
+    prog.write_text("""func.func @main(%x: tensor<4xf32>, %s: tensor<f32>) -> tensor<4xf32> {
+  %b = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %0 = stablehlo.multiply %x, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}""")
+    inputs = tmp_path / "args.npz"
+    np.savez(inputs, np.arange(4, dtype=np.float32), np.array(2.0, np.float32))
+    assert cli_main(["profile", str(prog), "--inputs", str(inputs), "--repeat", "2",
+                     "-o", str(tmp_path / "t.json")]) == 0
+    assert "multiply" in capsys.readouterr().out
+
+
 def test_axle_profile_reports_a_bad_file(tmp_path, capsys):
     bad = tmp_path / "bad.mlir"
     bad.write_text("func.func @main( {")
