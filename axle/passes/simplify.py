@@ -188,6 +188,15 @@ def reshape(op, b):
     return None
 
 
+RESHAPES = Patterns("reshape-chains")
+RESHAPES.on("stablehlo.reshape")(reshape)
+
+
+def reshape_chains(module) -> bool:
+    """Only the reshape rule above, to a fixed point (for passes that leave reshape chains)."""
+    return apply_patterns(module, RESHAPES)
+
+
 @P.on("stablehlo.broadcast_in_dim")
 def broadcast(op, b):
     """broadcast_in_dim(broadcast_in_dim(x)) -> one; identity broadcast -> x."""

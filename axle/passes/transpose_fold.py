@@ -104,6 +104,10 @@ class TransposeFold(Pass):
             if not step:
                 break
         if changed:
+            # a dot that now writes its result in the shape its reader reshaped it back to
+            # leaves reshape(reshape(x)) -> x chains (a 12 MB copy of a tensordot's result)
+            from axle.passes.simplify import reshape_chains
+            reshape_chains(module)
             from axle.passes.registry import PASSES
             PASSES["dce"]().run(module)
         return changed

@@ -92,3 +92,22 @@ def test_operands_read_in_place_and_compiled_results(text, shapes, ref):
     np.testing.assert_allclose(np.asarray(got), want.reshape(np.asarray(got).shape), rtol=1e-4, atol=1e-4)
     if text is ATTENTION:
         assert exe.program.arena_bytes < 1024 * 64 * 32 * 4  # no copy of a cache
+
+
+def test_folded_tensordot_leaves_no_reshape_chain():
+    """tensordot over two dimensions on each side: once the operands are read in place and
+    the result written in its own shape, the reshape to 2-D and back that canonicalization
+    put around the dot must be gone (it was a copy of the whole result)."""
+    import axle
+    from axle.ir import print_module
+    text = """func.func @main(%a: tensor<4x3x5x2xf32>, %b: tensor<2x6x3x7xf32>) -> tensor<4x5x6x7xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1, 3] x [2, 0] : (tensor<4x3x5x2xf32>, tensor<2x6x3x7xf32>) -> tensor<4x5x6x7xf32>
+  return %0 : tensor<4x5x6x7xf32>
+}"""
+    m = parse_module(text)
+    PassManager(cpu_pipeline()).run(m)
+    assert "stablehlo.reshape" not in print_module(m)
+    r = np.random.default_rng(3)
+    a, b = r.standard_normal((4, 3, 5, 2)).astype(np.float32), r.standard_normal((2, 6, 3, 7)).astype(np.float32)
+    got = axle.compile(text, backend="cpu").execute([a, b])[0]
+    np.testing.assert_allclose(got, np.tensordot(a, b, axes=([1, 3], [2, 0])), rtol=1e-5, atol=1e-5)
