@@ -78,3 +78,32 @@ def test_few_features_innermost_run_as_rows(calls_of):
                                                   dimension_numbers=("NHWC", "HWIO", "NHWC"))
     _check(sobel, f32(3, 33, 40, 1), f32(3, 3, 1, 2))
     assert len(calls) >= 2
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID", [(2, 0), (1, 3)]])
+@pytest.mark.parametrize("kernel", [(3, 3), (5, 2)])
+def test_filter_gradient_nchw_as_window_dots(padding, kernel, calls_of):
+    """The filter gradient of an NCHW convolution: a convolution whose window is the image
+    and whose output is the kernel's size, run as dot products along image rows."""
+    calls = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_window_dot_conv")
+
+    def loss(w, x):
+        y = lax.conv_general_dilated(x, w, (1, 1), padding, dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        return (y * y).sum()
+    x, w = f32(3, 5, 21, 19), f32(6, 5, *kernel, scale=0.2)
+    _check(lambda w, x: jax.grad(loss)(w, x), w, x, rtol=1e-4)
+    assert calls
+
+
+def test_window_dots_1d_and_f64(calls_of):
+    calls = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_window_dot_conv")
+
+    def loss(w, x):
+        y = lax.conv_general_dilated(x, w, (1,), "SAME", dimension_numbers=("NCH", "OIH", "NCH"))
+        return (y * y).sum()
+    _check(lambda w, x: jax.grad(loss)(w, x), f32(4, 3, 7, scale=0.3), f32(2, 3, 300), rtol=1e-4)
+    with jax.enable_x64(True):
+        x, w = R.standard_normal((2, 3, 17, 40)), R.standard_normal((4, 3, 3, 3)) * 0.3
+        _check(lambda w, x: jax.grad(lambda w, x: (lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")) ** 2).sum())(w, x), w, x, rtol=1e-11)
+    assert len(calls) >= 2

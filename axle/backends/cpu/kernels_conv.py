@@ -49,6 +49,11 @@ def convolution(ctx: Context, op: Operation) -> None:
     if chans is not None:  # depthwise NHWC: vectorized along the channels
         emit_channels_conv(ctx, op, chans)
         return
+    from axle.backends.cpu.kernels_conv_rows import emit_window_dot_conv, window_dot_plan
+    wdot = window_dot_plan(op)
+    if wdot is not None:  # a large window, few outputs (NCHW filter gradients): dot products along rows
+        emit_window_dot_conv(ctx, op, wdot)
+        return
     from axle.backends.cpu.kernels_conv_general import library_enabled, emit_general_conv, general_plan
     plan = None if library_enabled() else _gemm_plan(op)  # (the library's routine does the same)
     if plan is not None:
