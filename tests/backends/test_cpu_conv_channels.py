@@ -102,6 +102,11 @@ def test_window_dots_1d_and_f64(calls_of):
         y = lax.conv_general_dilated(x, w, (1,), "SAME", dimension_numbers=("NCH", "OIH", "NCH"))
         return (y * y).sum()
     _check(lambda w, x: jax.grad(loss)(w, x), f32(4, 3, 7, scale=0.3), f32(2, 3, 300), rtol=1e-4)
+
+    def strided(w, x):  # a strided convolution's filter gradient: the window dilated by the stride
+        y = lax.conv_general_dilated(x, w, (4,), [(5, 2)], dimension_numbers=("NCH", "OIH", "NCH"))
+        return (y * y).sum()
+    _check(lambda w, x: jax.grad(strided)(w, x), f32(6, 1, 20, scale=0.3), f32(3, 1, 400), rtol=1e-4)
     with jax.enable_x64(True):
         x, w = R.standard_normal((2, 3, 17, 40)), R.standard_normal((4, 3, 3, 3)) * 0.3
         _check(lambda w, x: jax.grad(lambda w, x: (lax.conv_general_dilated(

@@ -277,7 +277,7 @@ def window_dot_plan(op: Operation) -> Optional[dict]:
         return None
     strides, pad_lo, ldil, rdil, rev, fgc, bgc = conv_window(op)
     if fgc != 1 or bgc != 1 or any(d != 1 for d in ldil) or any(rev) or rdil[-1] != 1:
-        return None
+        return None  # (strided rows, a strided convolution's filter gradient: not vectorized, no gain)
     out_window = 1
     for d in osp:
         out_window *= ot.shape[d]
@@ -315,7 +315,7 @@ def emit_window_dot_conv(ctx, op: Operation, plan: dict) -> None:
     taps_outer = [kt.shape[d] for d in ksp[:-1]]
     out_outer = [ot.shape[d] for d in osp[:-1]]
     n_out_last, taps_last, n_last = ot.shape[osp[-1]], kt.shape[ksp[-1]], lt.shape[isp[-1]]
-    s_last, p_last = strides[-1], pad_lo[-1]
+    s_last, p_last, d_last = strides[-1], pad_lo[-1], rdil[-1]
     mine, other = scoped_accesses(ctx, list(op.operands), [op.results[0]])
 
     def read(v, idx):
@@ -360,13 +360,13 @@ def emit_window_dot_conv(ctx, op: Operation, plan: dict) -> None:
                 def position(q):
                     b3 = em.b
                     off = b3.sub(b3.mul(q, c64(s_last)), c64(p_last))  # input index of window position 0
-                    lo, hi = em.strided_range(off, 1, n_last, c64(0), c64(taps_last))
+                    lo, hi = em.strided_range(off, d_last, n_last, c64(0), c64(taps_last))
                     b3.store(S.constant(et, 0), acc)
 
                     def tap(s):
                         b4 = em.b
                         li, wi = list(lidx), list(widx)
-                        li[isp[-1]], wi[ksp[-1]] = b4.add(off, s), s
+                        li[isp[-1]], wi[ksp[-1]] = b4.add(off, b4.mul(s, c64(d_last))), s
                         total = b4.fadd(b4.load(acc), b4.fmul(read(lhs, li), read(rhs, wi)))
                         total.flags.append("reassoc")
                         b4.store(total, acc)
