@@ -200,8 +200,11 @@ class Emitter:
                     out[d] = self.const_i64(0)
             if len(big_i) == 0:
                 continue
-            if len(big_o) == 1 and len(big_i) == 1:
-                out[big_i[0]] = idx[big_o[0]]
+            if [out_shape[d] for d in big_o] == [in_shape[d] for d in big_i]:
+                # the same dimensions on both sides, unit ones aside (a run that took in a
+                # unit dimension between two others: [64, 493] <-> [64, 1, 493])
+                for do, di in zip(big_o, big_i):
+                    out[di] = idx[do]
                 continue
             lin = self.linear([idx[d] for d in big_o], [out_shape[d] for d in big_o])
             for d, v in zip(big_i, self.delinear(lin, [in_shape[d] for d in big_i])):
