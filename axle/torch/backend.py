@@ -114,6 +114,13 @@ def decompositions() -> dict:
     # recurrent layers as their unrolled cell math (in inference they would become mkldnn_rnn_layer)
     table.update(get_decompositions([torch.ops.aten.lstm.input, torch.ops.aten.gru.input,
                                      torch.ops.aten.rnn_tanh.input, torch.ops.aten.rnn_relu.input]))
+    # interpolation (F.interpolate) as index arithmetic and gathers: core ATen keeps these
+    # whole, and torch.export's programs reach axle with them (aten.upsample_bilinear2d.vec)
+    a = torch.ops.aten
+    table.update(get_decompositions([
+        a.upsample_bilinear2d.vec, a.upsample_bilinear2d.default, a.upsample_nearest2d.vec,
+        a.upsample_nearest2d.default, a.upsample_bicubic2d.vec, a.upsample_nearest1d.vec,
+        a.upsample_linear1d.vec, a.upsample_trilinear3d.vec, a.upsample_nearest3d.vec]))
     return table
 
 

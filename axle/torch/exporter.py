@@ -1,5 +1,5 @@
-"""`axle.torch.export(module, *args)`: a torch.export ExportedProgram (after the default
-run_decompositions) as StableHLO text. Parameters and buffers are arguments of @main, each
+"""`axle.torch.export(module, *args)`: a torch.export ExportedProgram (after run_decompositions
+with the core ATen table torch.compile(backend="axle") uses) as StableHLO text. Parameters and buffers are arguments of @main, each
 with its name (`axle.name = "layers.0.weight"`) and kind (`axle.kind = "parameter"`); lifted
 tensor constants are folded into the text. Results carry `axle.output = "user"` or
 `"buffer:<name>"` (a buffer's new value, e.g. batch-norm statistics in training mode).
@@ -21,8 +21,11 @@ _KINDS = {"PARAMETER": "parameter", "BUFFER": "buffer", "USER_INPUT": "input",
 
 def export_stablehlo(module: torch.nn.Module, *args, dynamic_shapes=None, strict: bool = False) -> str:
     """StableHLO text of `module` called on `args` (see the module docstring)."""
+    from axle.torch.backend import decompositions
     ep = torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes, strict=strict)
-    return program_to_stablehlo(ep.run_decompositions(), args)
+    # the table torch.compile(backend="axle") uses: the default one keeps some ops whole
+    # that have no rule here but decompose (aten.upsample_bilinear2d.vec)
+    return program_to_stablehlo(ep.run_decompositions(decompositions()), args)
 
 
 def export_quantized(module: torch.nn.Module, *args) -> str:

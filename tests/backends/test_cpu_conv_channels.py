@@ -112,3 +112,14 @@ def test_window_dots_1d_and_f64(calls_of):
         _check(lambda w, x: jax.grad(lambda w, x: (lax.conv_general_dilated(
             x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")) ** 2).sum())(w, x), w, x, rtol=1e-11)
     assert len(calls) >= 2
+
+
+@pytest.mark.parametrize("stride,padding", [((1, 1), "SAME"), ((2, 2), [(1, 0), (2, 1)]), ((1, 2), "VALID")])
+def test_nchw_convolution_runs_on_the_direct_kernel(stride, padding, calls_of):
+    """NCHW x OIHW (PyTorch's layout) with few input channels: transposed to NHWC x HWIO
+    for the direct kernel (pass cpu-conv-rows-layout), the result transposed back."""
+    calls = calls_of("axle.backends.cpu.kernels_conv", "_conv_direct")
+    fn = lambda x, w: lax.conv_general_dilated(x, w, stride, padding,  # noqa: E731
+                                               dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    _check(fn, f32(2, 8, 23, 20), f32(16, 8, 3, 3, scale=0.2), rtol=1e-4)
+    assert calls

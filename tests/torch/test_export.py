@@ -53,3 +53,20 @@ def test_missing_weights_are_named():
     text = axle.torch.export(model.eval(), x)
     with pytest.raises(KeyError, match="net.0.weight"):
         axle.torch.compile_exported(text, {})
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_exported_interpolation_matches_eager(mode):
+    """F.interpolate reaches the exported program decomposed (the table torch.compile's
+    backend uses): core ATen keeps aten.upsample_*.vec whole, which had no rule."""
+    class Up(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = torch.nn.Conv2d(4, 8, 3, padding=1)
+
+        def forward(self, x):
+            return self.c(torch.nn.functional.interpolate(x, scale_factor=2, mode=mode))
+    model, x = Up().eval(), torch.randn(2, 4, 9, 7, generator=torch.Generator().manual_seed(0))
+    run = axle.torch.compile_exported(axle.torch.export(model, x), model)
+    with torch.no_grad():
+        torch.testing.assert_close(run(x), model(x), atol=1e-4, rtol=1e-4)
