@@ -93,8 +93,11 @@ class PassManager:
             return None
         os.makedirs(self.dump_to, exist_ok=True)
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", module.name or "module")
-        path = os.path.join(self.dump_to, f"{self._counter:03d}.{stem}.{what}.mlir")
-        self._counter += 1
+        # numbered after the dumps already in the folder: several compiles (a PyTorch
+        # model's forward and backward graphs, both named "module") each keep theirs
+        n = max(self._counter, sum(1 for f in os.listdir(self.dump_to) if f.endswith(".mlir")))
+        path = os.path.join(self.dump_to, f"{n:03d}.{stem}.{what}.mlir")
+        self._counter = n + 1
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(str(module))
         return path

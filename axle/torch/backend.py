@@ -13,7 +13,7 @@ import warnings
 import torch
 
 from axle.torch.dtypes import from_numpy, to_numpy
-from axle.torch.lowering import UnsupportedOp, lower_graph, unsupported_ops
+from axle.torch.lowering import UnsupportedOp, lower_graph, replay_view, unsupported_ops
 
 
 STATS = {"axle_calls": 0, "compiles": 0}  # counters the tests read (resettable)
@@ -47,7 +47,7 @@ class CompiledGraph:
 
     def _build(self, args):
         import axle
-        lowered = lower_graph(self.gm, args)
+        lowered = lower_graph(self.gm, args, input_views=True)
         exe = axle.compile(lowered.text, backend="cpu")
         STATS["compiles"] += 1
         return exe, lowered
@@ -75,12 +75,16 @@ class CompiledGraph:
         if entry is False:
             return self.gm(*args)
         exe, lowered = entry
-        tensors = [to_numpy(a) for a in args if isinstance(a, torch.Tensor)]
+        tensors = [to_numpy(a if perm is None else a.permute(perm))
+                   for a, perm in zip((a for a in args if isinstance(a, torch.Tensor)), lowered.arg_perms)]
         outs = exe.execute(tensors)
         self.calls += 1
         STATS["axle_calls"] += 1
         results = []
         for kind, *rest in lowered.outputs:
+            if kind == "view":  # a view of an input (a saved, transposed weight): torch's own
+                results.append(replay_view(args[rest[0]], rest[1]))
+                continue
             if kind != "tensor":
                 results.append(rest[0])
                 continue

@@ -8,6 +8,7 @@ Each rule's result is checked against the shape and dtype torch recorded for the
 from __future__ import annotations
 
 import operator
+from typing import Optional
 from dataclasses import dataclass, field
 
 import torch
@@ -67,6 +68,9 @@ class Lowered:
     text: str
     outputs: list = field(default_factory=list)
     arg_names: list = field(default_factory=list)
+    # per tensor argument: the dimension order it is passed in (call with t.permute(order)),
+    # None for row-major
+    arg_perms: list = field(default_factory=list)
 
 
 class _Sizes:
@@ -102,11 +106,13 @@ class _Sizes:
 
 
 def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, constants=(),
-                result_attrs=None) -> Lowered:
+                result_attrs=None, input_views: bool = False) -> Lowered:
     """Lower `gm` for concrete `args` (tensors, or Python numbers for symbolic-size inputs).
     Placeholders whose index is in `constants` become constants in the text (their tensor in
     args gives the value); `arg_attrs`/`result_attrs` are extra attribute text per argument /
-    result."""
+    result. With `input_views`, an output that is a view of an input (a transposed weight a
+    training graph saves for its backward) is not a result: outputs[i] is ('view', input
+    index, the view nodes), made by torch from the input at call time."""
     missing = unsupported_ops(gm)
     if missing:
         raise UnsupportedOp(missing[0])
@@ -121,13 +127,19 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
     env = {}
     params = []
     names = []
+    arg_perms = []  # per tensor argument: its physical dimension order (None: row-major)
     for i, (n, a) in enumerate(zip(placeholders, args)):
         if i in constants:
             from axle.torch.dtypes import to_numpy
             env[n] = em.dense(to_numpy(a), mlir_type(a.dtype))
         elif isinstance(a, torch.Tensor):
-            v = V(f"%arg{i}", tuple(a.shape), mlir_type(a.dtype))
-            env[n] = v
+            perm = physical_order(a) if input_views else None
+            shape = tuple(a.shape) if perm is None else tuple(a.shape[d] for d in perm)
+            v = V(f"%arg{i}", shape, mlir_type(a.dtype))
+            # a transposed view (a saved weight's .t()) arrives in its memory order, transposed
+            # here, where transpose-fold can fold it into the dot that reads it
+            env[n] = v if perm is None else em.transpose(v, [perm.index(d) for d in range(len(perm))])
+            arg_perms.append(perm)
             name = arg_names[i] if arg_names else n.name
             attrs = (arg_attrs[i] if arg_attrs else None) or f'axle.name = "{name}"'
             params.append(f"{v.name}: {v.type} {{{attrs}}}")
@@ -162,6 +174,10 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
     results, plan = [], []
     for x in _flatten(out_node.args[0]):
         v = env[x] if isinstance(x, torch.fx.Node) else x
+        view = _view_of_input(x, placeholders) if input_views and isinstance(v, V) else None
+        if view is not None:
+            plan.append(("view", *view))
+            continue
         if isinstance(v, V):
             val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
             stride = sizes.value(tuple(val.stride())) if isinstance(val, torch.Tensor) else None
@@ -177,7 +193,52 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
                       for k, v in enumerate(results))
     text = (f"func.func @main({', '.join(params)}) -> ({sig_t}) {{\n" + "\n".join(em.lines)
             + f'\n    "func.return"({ret}) : ({ret_t}) -> ()\n}}\n')
-    return Lowered(text, plan, names)
+    return Lowered(text, plan, names, arg_perms)
+
+
+_VIEW_OPS = {torch.ops.aten.t.default, torch.ops.aten.permute.default, torch.ops.aten.transpose.int,
+             torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.unsqueeze.default,
+             torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.default, torch.ops.aten.expand.default,
+             torch.ops.aten.alias.default}
+
+
+def _view_of_input(x, placeholders) -> Optional[tuple]:
+    """(placeholder index, the view nodes from it to x in order) when x is a chain of view
+    ops (with static arguments) on a graph input, else None."""
+    chain = []
+    while isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target in _VIEW_OPS:
+        rest = list(x.args[1:]) + list(x.kwargs.values())
+        if any(isinstance(a, torch.fx.Node) or _symbolic(a) for a in rest):
+            return None
+        chain.append(x)
+        x = x.args[0]
+    if not chain or not isinstance(x, torch.fx.Node) or x.op != "placeholder":
+        return None
+    return placeholders.index(x), tuple(reversed(chain))
+
+
+def _symbolic(a) -> bool:
+    if isinstance(a, (list, tuple)):
+        return any(_symbolic(b) for b in a)
+    return isinstance(a, (torch.SymInt, torch.SymFloat))
+
+
+def physical_order(t: torch.Tensor) -> Optional[list]:
+    """The order of t's dimensions in memory (outermost first) when t is a permutation of a
+    row-major tensor other than row-major itself (a transposed view), else None."""
+    if t.is_contiguous() or t.dim() < 2 or 0 in t.shape:
+        return None
+    order = sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
+    if t.permute(order).is_contiguous():
+        return order
+    return None
+
+
+def replay_view(base: torch.Tensor, chain) -> torch.Tensor:
+    """The view of `base` that `chain` (from _view_of_input) describes, made by torch."""
+    for n in chain:
+        base = n.target(base, *n.args[1:], **n.kwargs)
+    return base
 
 
 def _flatten(x) -> list:

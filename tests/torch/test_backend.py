@@ -1,5 +1,6 @@
 """The Dynamo backend's contract: registered by entry point, dynamic sizes compiled per shape,
 graph breaks, the eager fallback with one warning naming the op, tensors shared not copied."""
+import copy
 import warnings
 
 import numpy as np
@@ -113,3 +114,37 @@ def test_dynamic_sizes_in_training():
             model(x).square().sum().backward()
             for g, p in zip(got, model.parameters()):
                 torch.testing.assert_close(g, p.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_transposed_weights_cross_as_views_in_training():
+    """A Linear layer's training step: the forward graph saves the transposed weight for the
+    backward. It is handed over as torch's view of the weight (not computed and copied by
+    axle), and the backward takes it in its memory order (a transpose in the text, folded
+    into its dot), so no 10000 x 256 copy is made on either side; gradients as eager's."""
+    from axle.torch import backend
+    built = []
+    real = backend.CompiledGraph._build
+
+    def spy(self, args):
+        entry = real(self, args)
+        built.append((self.name, entry[1]))
+        return entry
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(96, 300), torch.nn.Tanh(), torch.nn.Linear(300, 40))
+    x = torch.randn(16, 96)
+    ref = copy.deepcopy(model)
+    comp = torch.compile(model, backend="axle")
+    orig = backend.CompiledGraph._build
+    backend.CompiledGraph._build = spy
+    try:
+        torch._dynamo.reset()
+        (comp(x) ** 2).mean().backward()
+    finally:
+        backend.CompiledGraph._build = orig
+    (ref(x) ** 2).mean().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    fwd = [lw for name, lw in built if name == "forward graph"]
+    bwd = [lw for name, lw in built if name == "backward graph"]
+    assert fwd and any(kind == "view" for kind, *_ in fwd[0].outputs), fwd[0].outputs
+    assert bwd and any(perm is not None for perm in bwd[0].arg_perms), bwd[0].arg_perms
