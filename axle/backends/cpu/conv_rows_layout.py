@@ -14,7 +14,11 @@ each; the rows kernel reads each input element once per window tap from cache.
 Applies when the rewritten convolution is one rows_plan accepts (f32/f64, at most
 MAX_FEATURES input x output features per group, no lhs dilation or window reversal) and
 the output's features are fewer than SMALL_FEATURES (with more, vectorizing along them in
-the original layout is the better choice)."""
+the original layout is the better choice).
+
+The pass also moves 2-D f32 convolutions in other layouts that the direct NHWC x HWIO
+kernel would take (PyTorch's NCHW x OIHW with few input channels) to that layout
+(`_rewrite_direct`)."""
 from __future__ import annotations
 
 import dataclasses
