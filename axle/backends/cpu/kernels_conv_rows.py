@@ -57,6 +57,29 @@ def rows_plan(op: Operation, layout: Optional[tuple] = None) -> Optional[dict]:
             "cout_g": fout // fgc}
 
 
+def conv_dims(dn: dict) -> tuple:
+    """(input batch, input feature, input spatial, kernel input feature, kernel output
+    feature, kernel spatial, output batch, output feature, output spatial) dimensions."""
+    return (dn["input_batch_dimension"], dn["input_feature_dimension"], dn["input_spatial_dimensions"],
+            dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
+            dn["kernel_spatial_dimensions"], dn["output_batch_dimension"], dn["output_feature_dimension"],
+            dn["output_spatial_dimensions"])
+
+
+def window_inputs(em, lt, isp, out_pos, taps, strides, rdil, pad_lo, lidx):
+    """For the leading spatial dimensions given (as many as out_pos): the input index of
+    output position out_pos[i] at window tap taps[i] into lidx[isp[i]]; returns whether
+    all of them are inside the input (else the tap reads padding)."""
+    b, c64 = em.b, em.const_i64
+    ok = ir.Constant(I1, 1)
+    for i, (o, k) in enumerate(zip(out_pos, taps)):
+        p = b.sub(b.add(b.mul(o, c64(strides[i])), b.mul(k, c64(rdil[i]))), c64(pad_lo[i]))
+        ok = b.and_(ok, b.icmp_signed(">=", p, c64(0)))
+        ok = b.and_(ok, b.icmp_signed("<", p, c64(lt.shape[isp[i]])))
+        lidx[isp[i]] = p
+    return ok
+
+
 def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
     from axle.backends.cpu.parallel import split_ranges
     from axle.backends.cpu.scopes import scoped_accesses
@@ -67,10 +90,7 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
     et = ot.element_type
     dn, strides, pad_lo, rdil = plan["dn"], plan["strides"], plan["pad_lo"], plan["rdil"]
     cin_g, cout_g = plan["cin_g"], plan["cout_g"]
-    ib, if_, isp = dn["input_batch_dimension"], dn["input_feature_dimension"], dn["input_spatial_dimensions"]
-    ki, ko, ksp = (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
-                   dn["kernel_spatial_dimensions"])
-    ob, of, osp = dn["output_batch_dimension"], dn["output_feature_dimension"], dn["output_spatial_dimensions"]
+    ib, if_, isp, ki, ko, ksp, ob, of, osp = conv_dims(dn)
     nsp = len(isp)
     add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
     mine, other = scoped_accesses(ctx, list(op.operands), [op.results[0]])
@@ -107,16 +127,11 @@ def emit_rows_conv(ctx, op: Operation, plan: dict) -> None:
         def feature(ci):
             def outer_taps(kidx):
                 b2 = em.b
-                ok = ir.Constant(I1, 1)
                 lidx = [None] * lt.rank
                 lidx[ib] = oidx[ob]
                 lidx[if_] = b2.add(b2.mul(group, c64(cin_g)), ci)
-                for i in range(nsp - 1):
-                    p = b2.sub(b2.add(b2.mul(oidx[osp[i]], c64(strides[i])), b2.mul(kidx[i], c64(rdil[i]))),
-                               c64(pad_lo[i]))
-                    ok = b2.and_(ok, b2.icmp_signed(">=", p, c64(0)))
-                    ok = b2.and_(ok, b2.icmp_signed("<", p, c64(lt.shape[isp[i]])))
-                    lidx[isp[i]] = p
+                ok = window_inputs(em, lt, isp, [oidx[osp[i]] for i in range(nsp - 1)], kidx, strides, rdil,
+                                   pad_lo, lidx)
 
                 def last_taps(kw):
                     b3 = em.b
@@ -190,10 +205,7 @@ def emit_channels_conv(ctx, op: Operation, plan: dict) -> None:
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
     et = ot.element_type
     dn, strides, pad_lo, rdil = plan["dn"], plan["strides"], plan["pad_lo"], plan["rdil"]
-    ib, isp = dn["input_batch_dimension"], dn["input_spatial_dimensions"]
-    ki, ko, ksp = (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
-                   dn["kernel_spatial_dimensions"])
-    ob, osp = dn["output_batch_dimension"], dn["output_spatial_dimensions"]
+    ib, _, isp, ki, ko, ksp, ob, _, osp = conv_dims(dn)
     channels = ot.shape[-1]
     add, mul = RULES["stablehlo.add"], RULES["stablehlo.multiply"]
     mine, other = scoped_accesses(ctx, list(op.operands), [op.results[0]])
@@ -218,16 +230,9 @@ def emit_channels_conv(ctx, op: Operation, plan: dict) -> None:
         em.for_range_dynamic(c64(0), c64(channels), zero)
 
         def tap(kidx):
-            b2 = em.b
-            ok = ir.Constant(I1, 1)
             lidx = [None] * lt.rank
             lidx[ib] = oidx[ob]
-            for i in range(len(isp)):
-                p = b2.sub(b2.add(b2.mul(oidx[osp[i]], c64(strides[i])), b2.mul(kidx[i], c64(rdil[i]))),
-                           c64(pad_lo[i]))
-                ok = b2.and_(ok, b2.icmp_signed(">=", p, c64(0)))
-                ok = b2.and_(ok, b2.icmp_signed("<", p, c64(lt.shape[isp[i]])))
-                lidx[isp[i]] = p
+            ok = window_inputs(em, lt, isp, [oidx[d] for d in osp], kidx, strides, rdil, pad_lo, lidx)
 
             def channel(c):
                 b3 = em.b
@@ -306,10 +311,7 @@ def emit_window_dot_conv(ctx, op: Operation, plan: dict) -> None:
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
     et = ot.element_type
     dn, strides, pad_lo, rdil = plan["dn"], plan["strides"], plan["pad_lo"], plan["rdil"]
-    ib, if_, isp = dn["input_batch_dimension"], dn["input_feature_dimension"], dn["input_spatial_dimensions"]
-    ki, ko, ksp = (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"],
-                   dn["kernel_spatial_dimensions"])
-    ob, of, osp = dn["output_batch_dimension"], dn["output_feature_dimension"], dn["output_spatial_dimensions"]
+    ib, if_, isp, ki, ko, ksp, ob, of, osp = conv_dims(dn)
     nsp = len(isp)
     batch, feats, cin = ot.shape[ob], ot.shape[of], kt.shape[ki]
     taps_outer = [kt.shape[d] for d in ksp[:-1]]
@@ -343,15 +345,9 @@ def emit_window_dot_conv(ctx, op: Operation, plan: dict) -> None:
         def feature(ci):
             def outer(kpos):
                 kidx, pos = kpos[:nsp - 1], kpos[nsp - 1:]
-                b2 = em.b
-                ok = ir.Constant(I1, 1)
                 lidx = [None] * lt.rank
                 lidx[ib], lidx[if_] = bi, ci
-                for i in range(nsp - 1):
-                    p = b2.sub(b2.add(b2.mul(pos[i], c64(strides[i])), b2.mul(kidx[i], c64(rdil[i]))), c64(pad_lo[i]))
-                    ok = b2.and_(ok, b2.icmp_signed(">=", p, c64(0)))
-                    ok = b2.and_(ok, b2.icmp_signed("<", p, c64(lt.shape[isp[i]])))
-                    lidx[isp[i]] = p
+                ok = window_inputs(em, lt, isp, pos, kidx, strides, rdil, pad_lo, lidx)
                 widx = [None] * kt.rank
                 widx[ki], widx[ko] = ci, fo
                 for i in range(nsp - 1):
