@@ -51,3 +51,16 @@ def test_concatenate_read_at_another_index_keeps_the_choice():
 ])
 def test_concatenate_read_at_its_index_and_another(fn, shapes):
     _check(fn, shapes)
+
+
+def test_a_short_part_of_cheap_operands_stays_one_loop(calls_of):
+    """A shift along the innermost dimension (a column of padding, then the row's slice,
+    as a CTC-style scan step writes it): the one-column part would run the fused exp in
+    scalar tails, so the loop is not split (it chooses among the two cheap operands per
+    element and vectorizes); operands with a transcendental are still split."""
+    parts = calls_of("axle.backends.cpu.elementwise", "_concat_parts")
+    shift = lambda x: jnp.exp(jnp.concatenate([jnp.full_like(x[:, :1], -3.0), x[:, :-1]], 1))  # noqa: E731
+    _check(shift, [(16, 64)])
+    assert parts == [False]
+    _check(lambda x: jnp.concatenate([jnp.tanh(x[:, :1]), x[:, 1:] * 2], 1), [(16, 64)])
+    assert parts[-1] is True

@@ -165,6 +165,12 @@ def _concat_parts(ctx, op: Operation, cat: Operation, body, work: int) -> bool:
     collect(cat, 0, {})
     if len(parts) < 2:
         return False
+    if dim == len(shape) - 1 and min(n for _, n, _ in parts) < SHORT_PART \
+            and all(_cheap(ctx, v) for v in cat.operands):
+        # a part shorter than a vector along the innermost dimension (a shift: a column of
+        # padding before a row's slice) would run the whole fused loop in scalar tails;
+        # choosing among cheap operands per element vectorizes (a 16 x 64 logaddexp scan step)
+        return False
     em = ctx.em
     c64 = em.const_i64
 
@@ -190,6 +196,32 @@ def _concat_parts(ctx, op: Operation, cat: Operation, body, work: int) -> bool:
     for off, n, choice in parts:
         pshape = shape[:dim] + [n] + shape[dim + 1:]
         split_loop(ctx, pshape, outer_dim(pshape), lambda idx, off=off, choice=choice: element(idx, off, choice), work)
+    return True
+
+
+SHORT_PART = 8  # concatenated parts shorter than this along the innermost dimension: one loop
+CHEAP_OPS = 4  # fused ops of a concatenate operand that still count as cheap to compute per element
+
+
+def _cheap(ctx, v) -> bool:
+    """Whether v's fused expression is a few simple ops (slices, broadcasts, constants, an
+    add): cheap enough to compute for every element and select."""
+    from axle.backends.cpu.costs import MOVES, TRANSCENDENTAL
+    seen, stack, ops = set(), [v], 0
+    while stack:
+        x = stack.pop()
+        if x in seen or x in ctx.em.buffers or ctx.has_buffer(x):
+            continue
+        seen.add(x)
+        o = getattr(x, "owner", None)
+        if not isinstance(o, Operation):
+            continue
+        if o.name in TRANSCENDENTAL or o.regions:
+            return False
+        ops += o.name not in MOVES
+        if ops > CHEAP_OPS:
+            return False
+        stack.extend(o.operands)
     return True
 
 
