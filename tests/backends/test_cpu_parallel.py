@@ -255,3 +255,24 @@ def test_a_loop_with_a_fused_row_reduction_is_split_across_threads():
     ir = exe._native(((512, 2048),)).optimized_ir
     import re
     assert re.search(r"@k\d+\.add\.par\b", ir), "the kernel with the fused sum ran on one thread"
+
+
+def test_a_lone_transcendental_kernel_counts_its_own_op():
+    """A kernel that is one sine over 64K elements (a branch of a lax.switch) is 64K x
+    TRANSCENDENTAL_WORK simple ops: the kernel's own op counts with the ones fused into it
+    (it ran on one thread when only the fused ones counted), and the split gives the
+    serial results."""
+    if parallel.thread_count() < 2:
+        pytest.skip("one thread")
+    text = """func.func @main(%x: tensor<65536xf32>) -> tensor<65536xf32> {
+      %0 = stablehlo.sine %x : tensor<65536xf32>
+      return %0 : tensor<65536xf32>
+    }"""
+    x = (np.random.default_rng(1).standard_normal(65536) * 10).astype(np.float32)
+    with disk_cache.disabled():
+        cpu_exe.clear_memory_cache()
+        exe = axle.compile(text)
+        cpu_exe.clear_memory_cache()
+    import re
+    assert re.search(r"@k\d+\.sine\.par\b", exe._native(((65536,),)).optimized_ir), "the sine ran on one thread"
+    np.testing.assert_allclose(exe.execute([x])[0], np.sin(x.astype(np.float64)), rtol=0, atol=1e-6)

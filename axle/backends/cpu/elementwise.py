@@ -33,7 +33,8 @@ def emit_elementwise(ctx, op: Operation) -> None:
         with em.reading(other, shared):
             v = em.op_at(op, idx)
         S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, t.shape)), et, mine)
-    work = fused_work(ctx.kernels[-1].fused) if ctx.kernels else 1
+    # the ops computed per element: the fused ones and this kernel's own op
+    work = fused_work([*ctx.kernels[-1].fused, op]) if ctx.kernels else fused_work([op])
     rows = ctx.row_fusions.get(op)
     if rows is None:
         mine = other = None
