@@ -182,10 +182,14 @@ def test_bf16_batched_transposed(mode):
 
 
 @pytest.mark.parametrize("m,n,k,batch", [(8, 32, 1, 1), (9, 33, 7, 1), (32, 512, 512, 1), (64, 100, 1030, 1),
-                                         (13, 70, 300, 3), (8, 16, 600, 1), (40, 1024, 1030, 2)])
+                                         (13, 70, 300, 3), (8, 16, 600, 1), (40, 1024, 1030, 2),
+                                         # an rhs of 4 MB and more: several panels packed at once
+                                         # (AVX2), partial groups and panels, K over several blocks
+                                         (9, 1100, 1030, 1), (20, 2064, 520, 2), (8, 4096, 300, 1)])
 def test_skinny_f32_matmul(mode, m, n, k, batch):
     """f32 dots of 8-64 rows with a row-major rhs: the FMA kernel reading the rhs unpacked
-    (partial panels and K longer than a block packed), against numpy in f64."""
+    (partial panels and K longer than a block packed; on AVX2 an rhs beyond the L2s packed
+    for several panels at once), against numpy in f64."""
     r = np.random.default_rng(m * 7 + n)
     a = r.standard_normal((batch, m, k)).astype(np.float32)
     b = r.standard_normal((batch, k, n)).astype(np.float32)

@@ -75,6 +75,9 @@ CASES = {
     "scores": ((2, 3, 1, 20), (2, 3, 67, 20), [0, 1], [0, 1], [3], [3], "dot"),  # q . K over a cache
     "weighted": ((2, 3, 1, 67), (2, 3, 67, 20), [0, 1], [0, 1], [3], [2], "axpy"),  # p @ V
     "batched_rows": ((4, 6, 33), (4, 33, 290), [0], [0], [2], [1], "axpy"),
+    # rows of W a multiple of 4 KiB / 2 KiB apart: shorter k blocks (L1 sets), k not a multiple
+    "xW_page_rows": ((2, 70), (70, 1024), [], [], [1], [0], "axpy"),
+    "xW_half_page_rows": ((3, 45), (45, 512), [], [], [1], [0], "axpy"),
     "k_one": ((3, 1), (1, 40), [], [], [1], [0], "axpy"),
     "rows_and_cols_small": ((7, 9), (9, 3), [], [], [1], [0], "axpy"),
     "W_times_few_columns": ((150, 37), (37, 3), [], [], [1], [0], "dot"),  # the small operand packed

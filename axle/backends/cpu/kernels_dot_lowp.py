@@ -155,7 +155,7 @@ def _fn(ctx, name: str, args: list):
 
 
 def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
-    from axle.backends.cpu.lowp_runtime import GEOMETRY, KINDS, register
+    from axle.backends.cpu.lowp_runtime import GEOMETRY, GROUP_MIN_BYTES, GROUP_PANELS, KINDS, register
     from axle.backends.cpu.parallel import split_ranges
     register("gemm")  # the kernels' addresses, for linking this module
     em = ctx.em
@@ -195,6 +195,9 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
             return at(ctx.buffer(op.operands[0]), _batch_offset(b, bi, bdims, 1, c64), esize)
         return at(ctx.resolve(ap_ref), bi, a_bytes)
     npanels = (n + NR - 1) // NR
+    # f32 on AVX2, a row-major rhs beyond the L2s: units of several panels, packed together
+    per_unit = GROUP_PANELS if kind == "f32_avx2" and sb_n == 1 and k * n * 4 >= GROUP_MIN_BYTES else 1
+    npanels = (npanels + per_unit - 1) // per_unit  # (units of panels from here on)
     mtiles = (m + MR - 1) // MR
     # units of work: (batch, panel, part of the row tiles); rows are split too when there
     # are few panels, so that every thread gets work (fixed, whatever the thread count)
@@ -214,7 +217,8 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
                             at(ctx.buffer(op.operands[1]), _batch_offset(b, bi, bdims, 2, c64), esize),
                             c64(sb_k), c64(sb_n),
                             at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
-                            c64(m), c64(n), c64(k), p, b.add(p, c64(1)), c64(flip), c64(sa_m if unpacked else kg),
+                            c64(m), c64(n), c64(k), b.mul(p, c64(per_unit)), b.mul(b.add(p, c64(1)), c64(per_unit)),
+                            c64(flip), c64(sa_m if unpacked else kg),
                             t0, t1, c64(sa_k if unpacked else 1)])
         em.for_range_dynamic(lo, hi, one)
     split_ranges(ctx, units, batch * m * n * k // 16, emit)

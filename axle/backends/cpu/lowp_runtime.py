@@ -61,6 +61,14 @@ DIRECT_M_AVX2 = 7
 # which matches it from ~192 rows on; at 64-128 rows the kernel was 1.1-1.6x faster in
 # benchmarks/results/gemm_micro.py, OpenBLAS packing the whole rhs on every call)
 AVX2_MAX_M = 160
+# AVX2 f32: units of GROUP_PANELS panels for an rhs of at least GROUP_MIN_BYTES per batch
+# (beyond the L2s): a block of GROUP_KB rows of k is packed for all of the unit's panels at
+# once, each row read as one contiguous run of GROUP_PANELS x 64 bytes, where a panel alone
+# reads 64 bytes of each row, every row in another page (12 x 1024 x 4096: 4.8 -> see
+# docs/gemm-f32.md)
+GROUP_PANELS = 8
+GROUP_KB = 256
+GROUP_MIN_BYTES = 4 << 20
 
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -245,6 +253,8 @@ def _panels(mod, kind):
     kg_all = b.udiv(b.add(k, _c(g - 1)), _c(g))
     mtiles = b.udiv(b.add(m, _c(mr - 1)), _c(mr))
     t1 = b.select(b.icmp_signed("<", t1, mtiles), t1, mtiles)
+    npanels = b.udiv(b.add(n, _c(nr - 1)), _c(nr))
+    p1 = b.select(b.icmp_signed("<", p1, npanels), p1, npanels)
     if kind == "vnni":
         dp = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, V16I32, V16I32]), "llvm.x86.avx512.vpdpbusd.512")
         ones = ir.Constant(V16I32, [0x01010101] * 16)
@@ -270,6 +280,78 @@ def _panels(mod, kind):
             return b.call(dp, [b.bitcast(x, V16F32), b.bitcast(y, V16F32), acc])
         return b.call(dp, [acc, b.bitcast(x, bft), b.bitcast(y, bft)])
     zero = ir.Constant(vt, None)
+    if kind == "f32_avx2":  # several whole panels of a row-major rhs: packed together per block
+        gs = b.alloca(ir.ArrayType(I32, GROUP_PANELS * GROUP_KB * nr))
+        gs.align = 64
+        gbuf = b.bitcast(gs, P)
+        npan = b.sub(p1, p0)
+        grouped = b.and_(b.and_(b.icmp_signed(">", npan, _c(1)), b.icmp_signed("<=", npan, _c(GROUP_PANELS))),
+                         b.and_(b.icmp_signed("==", sbn, _c(1)),
+                                b.and_(b.icmp_signed("<=", b.mul(p1, _c(nr)), n),
+                                       b.icmp_signed(">=", m, _c(DIRECT_M_AVX2)))))
+        with b.if_else(grouped) as (yes, no):
+            with yes:
+                _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc, m, n, kg_all, p0, npan,
+                                t0, t1, lda, ldk, fscale)
+            with no:
+                _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1,
+                            t0, t1, lda, ldk, fscale)
+    else:
+        _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1,
+                    t0, t1, lda, ldk, fscale, dp)
+    b.ret_void()
+    return fn
+
+
+def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0, ncols,
+               full_n, kb, fscale, ldk):
+    """The row tiles t0 <= t < t1 of one panel over one packed block."""
+    with _Loop(b, t0, t1, "t") as t:
+        def tile_(ldk_):
+            _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
+                  full_n, kb, fscale, ldk_)
+        if kind in F32_KINDS:  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
+            with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
+                with unit:
+                    tile_(None)
+                with strided:
+                    tile_(ldk)
+        else:
+            tile_(None)
+
+
+def _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc, m, n, kg_all, p0, npan, t0, t1,
+                    lda, ldk, fscale):
+    """The whole panels p0 <= p < p0 + npan of a row-major f32 rhs: per block of GROUP_KB
+    rows of k, every panel packed (row by row across the panels: contiguous reads), then
+    each panel's row tiles."""
+    nr = GEOMETRY[kind][1]
+    vrow = ir.VectorType(I32, nr)
+    col_first = b.mul(p0, _c(nr))
+    with _Loop(b, _c(0), b.udiv(b.add(kg_all, _c(GROUP_KB - 1)), _c(GROUP_KB)), "gkb") as kb:
+        g0 = b.mul(kb, _c(GROUP_KB))
+        ng = b.sub(kg_all, g0)
+        ng = b.select(b.icmp_signed("<", ng, _c(GROUP_KB)), ng, _c(GROUP_KB))
+        with _Loop(b, _c(0), ng, "gq") as q:
+            row = _gep(b, bsrc, I32, b.add(b.mul(b.add(g0, q), sbk), col_first))
+            with _Loop(b, _c(0), npan, "gp") as pi:
+                x = b.load(b.bitcast(_gep(b, row, I32, b.mul(pi, _c(nr))), vrow.as_pointer()), align=4)
+                dst = _gep(b, gbuf, I32, b.mul(b.add(b.mul(pi, _c(GROUP_KB)), q), _c(nr)))
+                b.store(x, b.bitcast(dst, vrow.as_pointer()), align=4)
+        with _Loop(b, _c(0), npan, "gt") as pi:
+            col0 = b.add(col_first, b.mul(pi, _c(nr)))
+            bbase = b.bitcast(_gep(b, gbuf, I32, b.mul(pi, _c(GROUP_KB * nr))), P)
+            _lhs_tiles(b, kind, dot, zero, ap, bbase, _c(nr), tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
+                       b.sub(n, col0), ir.Constant(ir.IntType(1), 1), kb, fscale, ldk)
+
+
+def _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1, t0, t1,
+                lda, ldk, fscale, dp=None):
+    """Panel by panel: per block of KB groups of k, the panel packed (or read in place),
+    then its row tiles."""
+    nr = GEOMETRY[kind][1]
+    if kind == "vnni":
+        ones = ir.Constant(V16I32, [0x01010101] * 16)
     with _Loop(b, p0, p1, "p") as p:
         col0 = b.mul(p, _c(nr))
         ncols = b.sub(n, col0)
@@ -302,20 +384,8 @@ def _panels(mod, kind):
                     old1 = b.select(first, s1, old1)
                     b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
                     b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
-            with _Loop(b, t0, t1, "t") as t:
-                def tile_(ldk_):
-                    _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
-                          full_n, kb, fscale, ldk_)
-                if kind in F32_KINDS:  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
-                    with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
-                        with unit:
-                            tile_(None)
-                        with strided:
-                            tile_(ldk)
-                else:
-                    tile_(None)
-    b.ret_void()
-    return fn
+            _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
+                       ncols, full_n, kb, fscale, ldk)
 
 
 def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
