@@ -305,11 +305,21 @@ def _panels(mod, kind):
 
 def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0, ncols,
                full_n, kb, fscale, ldk):
-    """The row tiles t0 <= t < t1 of one panel over one packed block."""
-    with _Loop(b, t0, t1, "t") as t:
+    """The row tiles t0 <= t < t1 of one panel over one packed block. f32 on AVX2: the
+    last rows of C, fewer than a tile, by a tile of that many rows (8 rows: a 6-row and a
+    2-row tile, not two of 6)."""
+    mr = GEOMETRY[kind][0]
+    exact = kind == "f32_avx2"
+    t_end = t1
+    if exact:  # whole tiles first
+        whole = b.udiv(m, _c(mr))
+        t_end = b.select(b.icmp_signed("<", t1, whole), t1, whole)
+        t_end = b.select(b.icmp_signed("<", t_end, t0), t0, t_end)
+
+    def tiles(t, rows=None):
         def tile_(ldk_):
             _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
-                  full_n, kb, fscale, ldk_)
+                  full_n, kb, fscale, ldk_, rows)
         if kind in F32_KINDS:  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
             with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
                 with unit:
@@ -318,6 +328,14 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, ld
                     tile_(ldk)
         else:
             tile_(None)
+    with _Loop(b, t0, t_end, "t") as t:
+        tiles(t)
+    if exact:  # the last partial tile, when it is one of t0 .. t1 - 1
+        left = b.sub(m, b.mul(t_end, _c(mr)))
+        with b.if_then(b.and_(b.icmp_signed("<", t_end, t1), b.icmp_signed(">", left, _c(0)))):
+            for r in range(1, mr):
+                with b.if_then(b.icmp_signed("==", left, _c(r))):
+                    tiles(t_end, r)
 
 
 def _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc, m, n, kg_all, p0, npan, t0, t1,
@@ -446,13 +464,16 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
 
 
 def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
-          fscale, ldk=None):
-    """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store."""
+          fscale, ldk=None, rows=None):
+    """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store.
+    With `rows` (< MR): the tile of the last rows of C, that many (row tile t still
+    starts at row MR t)."""
     _, _, vt = KINDS[kind]
-    mr, nr, lanes = GEOMETRY[kind]
+    geometry_rows, nr, lanes = GEOMETRY[kind]
+    mr = rows or geometry_rows
     nv = nr // lanes  # vectors in a row of the tile
     bv = ir.VectorType(I32, lanes)
-    row0 = b.mul(t, _c(mr))
+    row0 = b.mul(t, _c(geometry_rows))
     full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(mr)), m))
     vp = vt.as_pointer()
     first = b.icmp_signed("==", kb, _c(0))
