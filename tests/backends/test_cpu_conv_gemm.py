@@ -57,7 +57,8 @@ def test_conv_gemm_matches_interpreter(case, dtype, monkeypatch):
     w = r.standard_normal(ws).astype(npd)
     monkeypatch.setattr(kernels_conv, "DIRECT", False)
     exe = _fresh(text)
-    assert [k.library for k in exe.program.kernels] == [f"blas.{'s' if dtype == 'f32' else 'd'}gemm"]
+    # (a 1-D convolution runs as 2-D between reshapes, which share their operands' buffers)
+    assert [k.library for k in exe.program.kernels if k.library] == [f"blas.{'s' if dtype == 'f32' else 'd'}gemm"]
     want = axle.interpret(text, x, w)
     np.testing.assert_allclose(exe(x, w), want, rtol=1e-4 if dtype == "f32" else 1e-10,
                                atol=1e-4 if dtype == "f32" else 1e-10)

@@ -18,14 +18,18 @@ the original layout is the better choice).
 
 The pass also moves 2-D f32 convolutions in other layouts that the direct NHWC x HWIO
 kernel would take (PyTorch's NCHW x OIHW with few input channels) to that layout
-(`_rewrite_direct`)."""
+(`_rewrite_direct`), and first makes every 1-D convolution a 2-D one with a unit spatial
+dimension before its own (`_as_2d`: reshapes only), so that the 2-D kernels and rewrites
+take 1-D convolutions too."""
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from axle.ir import attributes as A
 from axle.ir.core import Module, Operation
-from axle.ir.types import TensorType, i64
+from axle.ir.types import TensorType, i1, i64
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder
 
@@ -36,6 +40,57 @@ def _transpose(b: Builder, v, perm: list):
     t = v.type
     return b.create("stablehlo.transpose", [v], [TensorType(tuple(t.shape[p] for p in perm), t.element_type)],
                     {"permutation": A.DenseArrayAttr(i64, tuple(perm))}).result
+
+
+def _reshape(b: Builder, v, shape: tuple):
+    return b.create("stablehlo.reshape", [v], [TensorType(tuple(shape), v.type.element_type)], {}).result
+
+
+def _as_2d(op: Operation):
+    """A 1-D convolution as the 2-D one over [1, W] (a unit spatial dimension inserted
+    before the spatial dimension of the input, the kernel and the output: NCW becomes
+    NCHW with H = 1, NWC NHWC, WIO HWIO; the window's attributes get a unit first entry);
+    returns the new convolution, or None when op is not 1-D. The 1-D forms had only the
+    general im2col path: a one-channel audio filter bank (8 x 1 x 8000, 80 taps, stride 4,
+    32 filters) took 6.3 ms there and 0.8 ms as 2-D (XLA: 1.3 ms)."""
+    from axle.backends.cpu.kernels_conv_general import conv_window
+    lhs, rhs = op.operands
+    res = op.results[0]
+    if not all(isinstance(v.type, TensorType) and v.type.is_static for v in (lhs, rhs, res)):
+        return None
+    dn = op.attributes.get("dimension_numbers")
+    if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 1:
+        return None
+    (si,), (sk,), (so,) = dn.input_spatial_dimensions, dn.kernel_spatial_dimensions, dn.output_spatial_dimensions
+
+    def up(d, s_):  # a dimension's index once a unit dimension sits at s_
+        return d + 1 if d >= s_ else d
+
+    def insert(shape, s_):
+        return tuple(shape[:s_]) + (1,) + tuple(shape[s_:])
+    new_dn = A.ConvDimensionNumbersAttr(
+        up(dn.input_batch_dimension, si), up(dn.input_feature_dimension, si), (si, si + 1),
+        up(dn.kernel_input_feature_dimension, sk), up(dn.kernel_output_feature_dimension, sk), (sk, sk + 1),
+        up(dn.output_batch_dimension, so), up(dn.output_feature_dimension, so), (so, so + 1))
+    strides, _, ldil, rdil, rev, _, _ = conv_window(op)
+    pad = op.attributes.get("padding")
+    lo_hi = np.asarray(pad.array, np.int64).reshape(1, 2) if pad is not None else np.zeros((1, 2), np.int64)
+    attrs = dict(op.attributes)
+    attrs["dimension_numbers"] = new_dn
+    attrs["window_strides"] = A.DenseArrayAttr(i64, (1, int(strides[0])))
+    attrs["padding"] = A.DenseElementsAttr(TensorType((2, 2), i64), np.concatenate([np.zeros((1, 2), np.int64), lo_hi]))
+    attrs["lhs_dilation"] = A.DenseArrayAttr(i64, (1, int(ldil[0])))
+    attrs["rhs_dilation"] = A.DenseArrayAttr(i64, (1, int(rdil[0])))
+    if "window_reversal" in attrs:
+        attrs["window_reversal"] = A.DenseArrayAttr(i1, (False, bool(rev[0])))
+    b = Builder.before(op)
+    x = _reshape(b, lhs, insert(lhs.type.shape, si))
+    w = _reshape(b, rhs, insert(rhs.type.shape, sk))
+    out_t = TensorType(insert(res.type.shape, so), res.type.element_type)
+    conv = b.create("stablehlo.convolution", [x, w], [out_t], attrs, regions=[])
+    res.replace_all_uses_with(_reshape(b, conv.result, res.type.shape))
+    op.erase()
+    return conv
 
 
 def _rewrite(op: Operation) -> bool:
@@ -126,5 +181,8 @@ class CpuConvRowsLayout(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for op in [o for o in module.walk() if o.name == "stablehlo.convolution"]:
+            two_d = _as_2d(op)
+            if two_d is not None:
+                op, changed = two_d, True
             changed = (_rewrite(op) or _rewrite_direct(op)) or changed
         return changed
