@@ -123,3 +123,19 @@ def test_nchw_convolution_runs_on_the_direct_kernel(stride, padding, calls_of):
                                                dimension_numbers=("NCHW", "OIHW", "NCHW"))
     _check(fn, f32(2, 8, 23, 20), f32(16, 8, 3, 3, scale=0.2), rtol=1e-4)
     assert calls
+
+
+@pytest.mark.parametrize("stride,padding", [((1, 1), "SAME"), ((2, 2), [(1, 0), (2, 1)])])
+def test_nchw_convolution_with_many_channels_runs_in_nhwc(stride, padding, calls_of):
+    """NCHW x OIHW with more input features than the direct kernel's window takes (64 x 3 x
+    3 products): moved to NHWC x HWIO all the same, for im2col + GEMM there; its
+    gradients give the same results."""
+    moved = calls_of("axle.backends.cpu.conv_rows_layout", "_rewrite_direct")
+    fn = lambda x, w: lax.conv_general_dilated(x, w, stride, padding,  # noqa: E731
+                                               dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    x, w = f32(2, 64, 13, 11), f32(20, 64, 3, 3, scale=0.05)
+    _check(fn, x, w, rtol=1e-4)
+    assert True in moved
+    grads = jax.grad(lambda x, w: (fn(x, w) ** 2).sum(), argnums=(0, 1))
+    _check(lambda x, w: grads(x, w)[0], x, w, rtol=2e-3)
+    _check(lambda x, w: grads(x, w)[1], x, w, rtol=2e-3)
