@@ -276,3 +276,34 @@ def test_a_lone_transcendental_kernel_counts_its_own_op():
     import re
     assert re.search(r"@k\d+\.sine\.par\b", exe._native(((65536,),)).optimized_ir), "the sine ran on one thread"
     np.testing.assert_allclose(exe.execute([x])[0], np.sin(x.astype(np.float64)), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["switch", "cond"])
+def test_branches_of_a_case_or_if_share_their_loops(form):
+    """The kernels of a lax.switch / lax.cond branch inside a loop (a sine, a cosine over
+    64K elements) run on the pool like a while body's (they ran on one thread), with the
+    results of jax.jit."""
+    import re
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    if parallel.thread_count() < 2:
+        pytest.skip("one thread")
+    r = np.random.default_rng(3)
+    x = r.standard_normal(1 << 16).astype(np.float32)
+    ops = r.integers(0, 3, 12).astype(np.int32)
+    if form == "switch":
+        def body(i, v, ops):
+            return lax.switch(ops[i], [jnp.sin, jnp.cos, lambda a: a * 0.5 + 1.0], v)
+    else:
+        def body(i, v, ops):
+            return lax.cond(ops[i] > 0, jnp.sin, jnp.cos, v)
+    fn = jax.jit(lambda x, ops: lax.fori_loop(0, 12, lambda i, v: body(i, v, ops), x))
+    with disk_cache.disabled():
+        cpu_exe.clear_memory_cache()
+        exe = axle.compile(fn.lower(x, ops).as_text(), backend="cpu")
+        cpu_exe.clear_memory_cache()
+    ir = exe._native(((1 << 16,), (12,))).optimized_ir
+    # (the pool's chunk functions are named after the top-level kernel, the loop)
+    assert len(re.findall(r"define [^@]*@k\d+\.while\.par", ir)) >= 2, "the branches' kernels ran on one thread"
+    np.testing.assert_allclose(exe.execute([x, ops])[0], np.asarray(fn(x, ops)), rtol=2e-6, atol=2e-6)

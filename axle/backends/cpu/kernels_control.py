@@ -178,22 +178,33 @@ def _copy_elem(em, src, dst, t, idx):
     em.b.store(em.b.load(p), q)
 
 
+def _emit_branch(ctx: Context, op: Operation, block, outs: list, parallel: bool) -> None:
+    """One branch of an if / case: its kernels may share their loops across the pool (a
+    branch's sine over 64K elements) when every buffer they reach is a table buffer, as a
+    while body's may."""
+    ctx._parallel_body = parallel
+    ctx.emit_block(block, outs)
+
+
 @kernel("stablehlo.if", check=_check_regions)
 def if_(ctx: Context, op: Operation) -> None:
     em, b = ctx.em, ctx.b
-    outs = [ctx.buffer(r) for r in op.results]
+    parallel = ctx.in_kernel_function and _table_buffers_only(ctx, op)
+    # (table buffers as refs when the branches may run on the pool: valid in any function)
+    outs = [em.buffers.raw(r) if parallel else ctx.buffer(r) for r in op.results]
     with b.if_else(em.value_at(op.operands[0], [])) as (then, otherwise):
         with then:
-            ctx.emit_block(op.regions[0].blocks[0], outs)
+            _emit_branch(ctx, op, op.regions[0].blocks[0], outs, parallel)
         with otherwise:
-            ctx.emit_block(op.regions[1].blocks[0], outs)
+            _emit_branch(ctx, op, op.regions[1].blocks[0], outs, parallel)
 
 
 @kernel("stablehlo.case", check=_check_regions)
 def case(ctx: Context, op: Operation) -> None:
     """Branch i runs for index i; an index out of range runs the last branch."""
     em, b = ctx.em, ctx.b
-    outs = [ctx.buffer(r) for r in op.results]
+    parallel = ctx.in_kernel_function and _table_buffers_only(ctx, op)
+    outs = [em.buffers.raw(r) if parallel else ctx.buffer(r) for r in op.results]
     index = em.value_at(op.operands[0], [])
     n = len(op.regions)
     done = b.append_basic_block("case.end")
@@ -203,9 +214,9 @@ def case(ctx: Context, op: Operation) -> None:
         blk = b.append_basic_block(f"case.{i}")
         switch.add_case(ir.Constant(index.type, i), blk)
         b.position_at_end(blk)
-        ctx.emit_block(region.blocks[0], outs)
+        _emit_branch(ctx, op, region.blocks[0], outs, parallel)
         b.branch(done)
     b.position_at_end(last)
-    ctx.emit_block(op.regions[-1].blocks[0], outs)
+    _emit_branch(ctx, op, op.regions[-1].blocks[0], outs, parallel)
     b.branch(done)
     b.position_at_end(done)
