@@ -63,6 +63,9 @@ def test_top_level_layouts(mode, spec, m, n, k):
     _check(exe.execute([a, b])[0], spec, a, b)
     native = mode == "native" and NATIVE and m * n * k >= 4096
     assert ("lowp.f32" in _libraries(exe)) == native
+    if mode == "native" and "f32_avx2" in supported_kinds() and 8 <= m < 160 and n >= 16 and m * n * k >= 4096:
+        # AVX2 hosts: the 6 x 16 kernel, the rhs row-major or stored [N, K] (16 x 16 transposes)
+        assert "lowp.f32_avx2" in _libraries(exe)
 
 
 BATCHED = [("bmk,bkn->bmn", dict(b=3, m=37, k=70, n=45)), ("bmk,bnk->bmn", dict(b=2, m=64, k=96, n=130)),

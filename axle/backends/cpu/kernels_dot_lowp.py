@@ -52,6 +52,7 @@ UNITS = 16  # units of work a dot is cut into at least (when it has that many ro
 MR_F32 = 8  # f32 dots with at least one register tile of rows (fewer: the decode kernel's)...
 NR_F32 = 32  # ...and at least one panel of columns (fewer: most of the tile is wasted work)
 NR_AVX2 = 16  # (the AVX2 f32 kernel's panel)
+TRANSPOSED_RHS_AVX2 = True  # AVX2: an rhs stored [N, K] (q . k^T, x @ W.T) too (benchmarks switch it off)
 
 
 def _kind(lt: str, rt: str, ot: str, m: int = 0) -> Optional[tuple]:
@@ -111,8 +112,9 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
         return None
     if kind[0] == "f32" and n < NR_F32:
         return None
-    if kind[0] == "f32_avx2" and (n < NR_AVX2 or strides[5] != 1):
-        return None
+    if kind[0] == "f32_avx2" and (n < NR_AVX2 or (strides[5] != 1 and strides[4] != 1) or not TRANSPOSED_RHS_AVX2
+                                  and strides[5] != 1):
+        return None  # a row-major rhs, or one stored [N, K] (packed by 16 x 16 transposes)
     return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides,
                 batch_dims=_batch_dims(lt, rt, d.lb, d.rb))
 

@@ -53,20 +53,21 @@ def _store16(b, value, base, index):
     b.store(value, b.bitcast(_gep(b, base, index), VP), align=4)
 
 
-def pack_panel_t(b, loop, bsrc, sbn, bp, col0, g0, ng):
-    """bp[q][c] = B[col0 + c][g0 + q] (B rows sbn elements apart, k contiguous) for the 32
-    columns c and q < ng; the panel is whole and k < K for all q (the caller checks)."""
+def pack_panel_t(b, loop, bsrc, sbn, bp, col0, g0, ng, nr=32):
+    """bp[q][c] = B[col0 + c][g0 + q] (B rows sbn elements apart, k contiguous) for the nr
+    (32, or 16 for the AVX2 kind) columns c and q < ng; the panel is whole and k < K for
+    all q (the caller checks)."""
     nq16 = b.udiv(ng, _c(16))
     with loop(b, _c(0), nq16, "tq") as q16:
         k0 = b.add(g0, b.mul(q16, _c(16)))
-        for half in range(2):
+        for half in range(nr // 16):
             rows = [_load16(b, bsrc, b.add(b.mul(b.add(col0, _c(16 * half + c)), sbn), k0)) for c in range(16)]
             for i, v in enumerate(transpose16(b, rows)):
-                _store16(b, v, bp, b.add(b.mul(b.add(b.mul(q16, _c(16)), _c(i)), _c(32)), _c(16 * half)))
+                _store16(b, v, bp, b.add(b.mul(b.add(b.mul(q16, _c(16)), _c(i)), _c(nr)), _c(16 * half)))
     with loop(b, b.mul(nq16, _c(16)), ng, "tr") as q:
-        for c in range(32):
+        for c in range(nr):
             x = b.load(_gep(b, bsrc, b.add(b.mul(b.add(col0, _c(c)), sbn), b.add(g0, q))))
-            b.store(x, _gep(b, bp, b.add(b.mul(q, _c(32)), _c(c))))
+            b.store(x, _gep(b, bp, b.add(b.mul(q, _c(nr)), _c(c))))
 
 
 def pack_a_t(b, loop, a, sak, m, k, ap, ld):

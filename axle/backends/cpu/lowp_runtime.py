@@ -441,11 +441,11 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
     """_pack_panel for an rhs not stored row-major, or at the edges."""
     g, et, _ = KINDS[kind]
     pt, nr = _packed_et(kind), GEOMETRY[kind][1]
-    if kind == "f32":  # rhs stored [N, K], whole panel: 16 x 16 transposes in registers
+    if kind in F32_KINDS:  # rhs stored [N, K], whole panel: 16 x 16 transposes in registers
         from axle.backends.cpu.lowp_f32_pack import pack_panel_t
         tr = b.and_(full_n, b.and_(b.icmp_signed("==", sbk, _c(1)), b.icmp_signed("<=", b.add(g0, ng), k)))
         with b.if_then(tr):
-            pack_panel_t(b, _Loop, bsrc, sbn, bp, col0, g0, ng)
+            pack_panel_t(b, _Loop, bsrc, sbn, bp, col0, g0, ng, nr)
         general = b.not_(tr)
     else:
         general = ir.Constant(ir.IntType(1), 1)
