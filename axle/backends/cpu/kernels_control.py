@@ -178,7 +178,7 @@ def _copy_elem(em, src, dst, t, idx):
     em.b.store(em.b.load(p), q)
 
 
-def _emit_branch(ctx: Context, op: Operation, block, outs: list, parallel: bool) -> None:
+def _emit_branch(ctx: Context, block, outs: list, parallel: bool) -> None:
     """One branch of an if / case: its kernels may share their loops across the pool (a
     branch's sine over 64K elements) when every buffer they reach is a table buffer, as a
     while body's may."""
@@ -194,9 +194,9 @@ def if_(ctx: Context, op: Operation) -> None:
     outs = [em.buffers.raw(r) if parallel else ctx.buffer(r) for r in op.results]
     with b.if_else(em.value_at(op.operands[0], [])) as (then, otherwise):
         with then:
-            _emit_branch(ctx, op, op.regions[0].blocks[0], outs, parallel)
+            _emit_branch(ctx, op.regions[0].blocks[0], outs, parallel)
         with otherwise:
-            _emit_branch(ctx, op, op.regions[1].blocks[0], outs, parallel)
+            _emit_branch(ctx, op.regions[1].blocks[0], outs, parallel)
 
 
 @kernel("stablehlo.case", check=_check_regions)
@@ -214,9 +214,9 @@ def case(ctx: Context, op: Operation) -> None:
         blk = b.append_basic_block(f"case.{i}")
         switch.add_case(ir.Constant(index.type, i), blk)
         b.position_at_end(blk)
-        _emit_branch(ctx, op, region.blocks[0], outs, parallel)
+        _emit_branch(ctx, region.blocks[0], outs, parallel)
         b.branch(done)
     b.position_at_end(last)
-    _emit_branch(ctx, op, op.regions[-1].blocks[0], outs, parallel)
+    _emit_branch(ctx, op.regions[-1].blocks[0], outs, parallel)
     b.branch(done)
     b.position_at_end(done)
