@@ -54,6 +54,11 @@ def convolution(ctx: Context, op: Operation) -> None:
     if wdot is not None:  # a large window, few outputs (NCHW filter gradients): dot products along rows
         emit_window_dot_conv(ctx, op, wdot)
         return
+    from axle.backends.cpu.kernels_conv_strided import emit_strided_conv, strided_plan
+    strided = strided_plan(op)
+    if strided is not None:  # the patch matrix a strided view of the input (1-D filter gradients): GEMMs in place
+        emit_strided_conv(ctx, op, strided)
+        return
     from axle.backends.cpu.kernels_conv_general import library_enabled, emit_general_conv, general_plan
     plan = None if library_enabled() else _gemm_plan(op)  # (the library's routine does the same)
     if plan is not None:

@@ -231,7 +231,8 @@ def _panels(mod, kind):
     ldc elements a row); flip: pack_a flipped the lhs's sign bits (vnni), subtract 128 x
     the rhs's column sums; lda, ldk: words from one row / one group of k of Ap to the next
     (ldk 1 for a packed lhs; an f32 lhs is read in place with its own strides, k
-    contiguous or rows contiguous)."""
+    contiguous or rows contiguous). For the f32 kinds `flip` means accumulate: C += A B (the
+    strided convolutions sum several calls into one C, kernels_conv_strided.py)."""
     g, et, vt = KINDS[kind]
     mr, nr, _ = GEOMETRY[kind]
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [P, P] + [I64] * 2 + [P] + [I64] * 11),
@@ -279,6 +280,7 @@ def _panels(mod, kind):
             return b.call(dp, [b.bitcast(x, V16F32), b.bitcast(y, V16F32), acc])
         return b.call(dp, [acc, b.bitcast(x, bft), b.bitcast(y, bft)])
     zero = ir.Constant(vt, None)
+    keep = b.icmp_signed("!=", flip, _c(0)) if kind in F32_KINDS else ir.Constant(ir.IntType(1), 0)
     if kind == "f32_avx2":  # several whole panels of a row-major rhs: packed together per block
         gs = b.alloca(ir.ArrayType(I32, GROUP_PANELS * GROUP_KB * nr))
         gs.align = 64
@@ -291,19 +293,19 @@ def _panels(mod, kind):
         with b.if_else(grouped) as (yes, no):
             with yes:
                 _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc, m, n, kg_all, p0, npan,
-                                t0, t1, lda, ldk, fscale)
+                                t0, t1, lda, ldk, fscale, keep)
             with no:
                 _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1,
-                            t0, t1, lda, ldk, fscale)
+                            t0, t1, lda, ldk, fscale, keep)
     else:
         _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1,
-                    t0, t1, lda, ldk, fscale, dp)
+                    t0, t1, lda, ldk, fscale, keep, dp)
     b.ret_void()
     return fn
 
 
 def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0, ncols,
-               full_n, kb, fscale, ldk):
+               full_n, first, fscale, ldk):
     """The row tiles t0 <= t < t1 of one panel over one packed block. f32 on AVX2: the
     last rows of C, fewer than a tile, by a tile of that many rows (8 rows: a 6-row and a
     2-row tile, not two of 6)."""
@@ -318,7 +320,7 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, ld
     def tiles(t, rows=None):
         def tile_(ldk_):
             _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
-                  full_n, kb, fscale, ldk_, rows)
+                  full_n, first, fscale, ldk_, rows)
         if kind in F32_KINDS:  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
             with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
                 with unit:
@@ -338,7 +340,7 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, ld
 
 
 def _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc, m, n, kg_all, p0, npan, t0, t1,
-                    lda, ldk, fscale):
+                    lda, ldk, fscale, keep):
     """The whole panels p0 <= p < p0 + npan of a row-major f32 rhs: per block of GROUP_KB
     rows of k, every panel packed (row by row across the panels: contiguous reads), then
     each panel's row tiles."""
@@ -359,11 +361,11 @@ def _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc,
             col0 = b.add(col_first, b.mul(pi, _c(nr)))
             bbase = b.bitcast(_gep(b, gbuf, I32, b.mul(pi, _c(GROUP_KB * nr))), P)
             _lhs_tiles(b, kind, dot, zero, ap, bbase, _c(nr), tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
-                       b.sub(n, col0), ir.Constant(ir.IntType(1), 1), kb, fscale, ldk)
+                       b.sub(n, col0), ir.Constant(ir.IntType(1), 1), _first(b, kb, keep), fscale, ldk)
 
 
 def _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1, t0, t1,
-                lda, ldk, fscale, dp=None):
+                lda, ldk, fscale, keep, dp=None):
     """Panel by panel: per block of KB groups of k, the panel packed (or read in place),
     then its row tiles."""
     nr = GEOMETRY[kind][1]
@@ -402,7 +404,12 @@ def _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, 
                     b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
                     b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
             _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
-                       ncols, full_n, kb, fscale, ldk)
+                       ncols, full_n, _first(b, kb, keep), fscale, ldk)
+
+
+def _first(b, kb, keep):
+    """Whether the tiles start from zero: the first block of k, unless accumulating into C."""
+    return b.and_(b.icmp_signed("==", kb, _c(0)), b.not_(keep))
 
 
 def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
@@ -462,9 +469,10 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
                     b.store(x, _gep(b, bp, pt, b.add(b.mul(b.add(b.mul(q, _c(nr)), col), _c(g)), j)))
 
 
-def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, kb,
+def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, first,
           fscale, ldk=None, rows=None):
-    """One MR x NR tile of C over the packed block: init (zero or C), the k loop, store.
+    """One MR x NR tile of C over the packed block: the k loop from zero, the sums stored
+    (`first`) or added to C.
     With `rows` (< MR): the tile of the last rows of C, that many (row tile t still
     starts at row MR t)."""
     _, _, vt = KINDS[kind]
@@ -475,7 +483,6 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
     row0 = b.mul(t, _c(geometry_rows))
     full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(mr)), m))
     vp = vt.as_pointer()
-    first = b.icmp_signed("==", kb, _c(0))
     # partial tiles go through `tile`: load the valid part of C there (later k blocks)
     with b.if_then(b.not_(full)):
         with _Loop(b, _c(0), _c(mr), "ir") as r:
@@ -490,11 +497,9 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
         in_c = _gep(b, c, I32, b.add(b.mul(b.add(row0, _c(r)), ldc), b.add(col0, _c(lanes * half))))
         in_t = _gep(b, tile, I32, _c(r * nr + lanes * half))
         return b.bitcast(b.select(full, b.bitcast(in_c, P), b.bitcast(in_t, P)), vp)
-    accs = []
-    for r in range(mr):
-        for h in range(nv):
-            loaded = b.load(where(r, h), align=4)
-            accs.append(b.select(first, zero, loaded))
+    # every block of k is summed from zero and then added to C (the sums of a long k are
+    # two-level: a block's chain of at most KB products, then one addition per block)
+    accs = [zero] * (mr * nv)
     # the k loop over the block: accumulators as phis
     pre = b.block
     head = b.append_basic_block("k.head")
@@ -534,9 +539,12 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
         c0 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4), fscale)
         c1 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4), fscale)
         outs = [b.sub(v, c0 if i % 2 == 0 else c1) for i, v in enumerate(outs)]
+    add = b.fadd if isinstance(vt.element, ir.FloatType) else b.add
     for r in range(mr):
         for h in range(nv):
-            b.store(outs[nv * r + h], where(r, h), align=4)
+            ptr = where(r, h)
+            old = b.load(ptr, align=4)
+            b.store(b.select(first, outs[nv * r + h], add(old, outs[nv * r + h])), ptr, align=4)
     with b.if_then(b.not_(full)):
         with _Loop(b, _c(0), _c(mr), "or") as r:
             with _Loop(b, _c(0), _c(nr), "oc") as col:
