@@ -451,7 +451,16 @@ def _erf_inv_rule(e, et, a, op):
 
 
 _register("chlo.erf_inv", _erf_inv_rule)
-_register("chlo.bessel_i1e", _f64_rule("chlo.bessel_i1e", bessel_i1e_fn, 1))
+def _bessel_i1e_rule(e, et, a, op):
+    """f32: fastmath.bessel_i1e (polynomials in f64, vectorizable); other float types: the
+    f64 series / asymptotic expansion above, rounded once."""
+    if getattr(et, "name", None) == "f32" and str(a[0].type) == "float":
+        from axle.codegen import fastmath
+        return fastmath.bessel_i1e(e, a[0])
+    return _f64_rule("chlo.bessel_i1e", bessel_i1e_fn, 1)(e, et, a, op)
+
+
+_register("chlo.bessel_i1e", _bessel_i1e_rule)
 _register("chlo.zeta", _f64_rule("chlo.zeta", zeta_fn, 2))
 _register("chlo.polygamma", _f64_rule("chlo.polygamma", polygamma_fn, 2))
 

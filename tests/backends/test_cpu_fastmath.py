@@ -28,6 +28,11 @@ FUNCS = {
     # f32 only (f16 / bf16 keep the f64 iteration of scalar_special.py, also checked here)
     # (odd: -0 -> -0, where scipy's erfinv gives +0)
     "chlo.erf_inv": (lambda x: np.copysign(sp.erfinv(x), x), 1, (-1.0, 1.0)),
+    # (odd as well; f32 only, polynomials in f64 where the f64 function loops; for tiny x
+    # i1e(x) = x/2 (1 - |x| + ...) is just below x/2, where scipy's is just above: a
+    # denormal x/2 rounds the other way at the ties)
+    "chlo.bessel_i1e": (lambda x: np.copysign(np.where(np.abs(x) < 1e-30, np.abs(x) / 2 * (1 - 2.0 ** -52),
+                                                       sp.i1e(np.abs(x))), x), 1, (-40.0, 40.0)),
 }
 
 F32 = np.finfo(np.float32)
@@ -47,6 +52,8 @@ SPECIALS = np.array([
     0.625, -0.625, 0.62499994, 0.875, -0.875, 0.87499994, 3.92, 3.9192059, 4.0, 9.01, 9.1, 10.0, 20.0,
     # erfc: the last normal and the last denormal results, the clamp
     9.194, 9.195, 10.05, 10.06, 10.07, 10.2, 10.200001, -9.5, -10.3,
+    # bessel_i1e: where the polynomials switch
+    8.0, -8.0, 7.9999995, 8.000001, 30.0, 1e4, -1e4,
 ], dtype=np.float32)
 
 
