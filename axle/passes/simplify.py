@@ -267,6 +267,60 @@ def dot_of_widened_ints(op, b):
     return [b.create("stablehlo.dot_general", narrow, [op.results[0].type], dict(op.attributes)).result]
 
 
+@P.on("stablehlo.dot_general")
+def dot_of_one_product(op, b):
+    """dot_general whose contracting dimensions all have extent 1 (an outer product, a
+    scaling by a broadcast vector: forward-mode and Hessian programs are full of them) ->
+    multiply of the operands transposed and broadcast to the result, plus +0.0 for floats
+    (the dot's sum starts from +0.0, which turns a -0.0 product into +0.0): the same single
+    product per element, where the GEMM of K = 1 materialized it, now fused into its users.
+    Operands of one type, the result that type or an exact widening of it (bf16 x bf16 ->
+    f32: the product is exact in the wider type, as the dot's)."""
+    from axle.codegen.dot import DotDims
+    x, y = op.operands
+    out = op.results[0].type
+    tx, ty = x.type, y.type
+    if not (isinstance(tx, TensorType) and isinstance(ty, TensorType) and isinstance(out, TensorType)):
+        return None
+    if not (tx.is_static and ty.is_static and out.is_static) or tx.is_quantized or ty.is_quantized:
+        return None
+    et, rt = tx.element_type, out.element_type
+    if ty.element_type != et or getattr(et, "is_bool", False):
+        return None
+    if not (getattr(et, "is_int", False) or getattr(et, "name", "") in ("f16", "bf16", "f32", "f64")):
+        return None
+    if rt != et and not _exact_convert(et, rt):
+        return None
+    d = DotDims(op)
+    if any(tx.shape[i] != 1 for i in d.lc) or any(ty.shape[i] != 1 for i in d.rc):
+        return None
+    nb, nl = len(d.lb), len(d.lfree)
+
+    def placed(v, t, batch, free, at):
+        """v without its contracting dimensions, in (batch, free) order, broadcast to out."""
+        keep = batch + free
+        shape = [t.shape[i] for i in keep]
+        order = sorted(range(len(keep)), key=lambda i: keep[i])  # keep's dims in v's order
+        rank_order = [keep[i] for i in order]
+        if rt != et:
+            v = b.create("stablehlo.convert", [v], [TensorType(t.shape, rt)]).result
+        v = b.create("stablehlo.reshape", [v], [TensorType(tuple(t.shape[i] for i in rank_order), rt)]).result
+        perm = [rank_order.index(k) for k in keep]
+        if perm != list(range(len(perm))):
+            v = b.create("stablehlo.transpose", [v], [TensorType(tuple(shape), rt)],
+                         {"permutation": _arr(perm)}).result
+        dims = list(range(nb)) + [at + i for i in range(len(free))]
+        return b.create("stablehlo.broadcast_in_dim", [v], [out], {"broadcast_dimensions": _arr(dims)}).result
+    lhs = placed(x, tx, d.lb, d.lfree, nb)
+    rhs = placed(y, ty, d.rb, d.rfree, nb + nl)
+    prod = b.create("stablehlo.multiply", [lhs, rhs], [out]).result
+    if getattr(rt, "is_float", False):
+        zero = b.create("stablehlo.broadcast_in_dim", [b.constant(np.zeros(()), TensorType((), rt))], [out],
+                        {"broadcast_dimensions": _arr([])}).result
+        prod = b.create("stablehlo.add", [prod, zero], [out]).result
+    return [prod]
+
+
 @P.on("stablehlo.slice")
 def slice_(op, b):
     """slice of the whole operand -> x; slice(slice(x)) -> one slice."""

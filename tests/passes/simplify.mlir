@@ -118,3 +118,39 @@ func.func @main(%a: tensor<4x8xui8>, %b: tensor<8x3xi8>, %c: tensor<8x3xui8>, %f
 // CHECK: stablehlo.dot_general {{.*}} : (tensor<4x8xi16>, tensor<8x3xi16>) -> tensor<4x3xi32>
 // CHECK: stablehlo.dot_general {{.*}} : (tensor<4x8xi16>, tensor<8x3xi16>) -> tensor<4x3xi16>
 // CHECK: stablehlo.dot_general {{.*}} : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+
+// -----
+// A dot whose contracting dimensions have extent 1 is one product per element: a multiply
+// of the operands broadcast to the result (+0.0 for floats, as the dot's sum from +0.0),
+// the operands' free dimensions transposed into the result's order; bf16 -> f32 widened
+// first. A dot with a longer contraction stays.
+func.func @main(%a: tensor<8x1x5xf32>, %b: tensor<3x1x8xf32>, %c: tensor<4x1xbf16>, %d: tensor<1x6xbf16>, %e: tensor<4x2xf32>, %f: tensor<2x6xf32>) -> (tensor<8x5x3xf32>, tensor<4x6xf32>, tensor<4x6xf32>) {
+  %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [2], contracting_dims = [1] x [1] : (tensor<8x1x5xf32>, tensor<3x1x8xf32>) -> tensor<8x5x3xf32>
+  %1 = stablehlo.dot_general %c, %d, contracting_dims = [1] x [0] : (tensor<4x1xbf16>, tensor<1x6xbf16>) -> tensor<4x6xf32>
+  %2 = stablehlo.dot_general %e, %f, contracting_dims = [1] x [0] : (tensor<4x2xf32>, tensor<2x6xf32>) -> tensor<4x6xf32>
+  return %0, %1, %2 : tensor<8x5x3xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+}
+// CHECK: stablehlo.reshape %a : (tensor<8x1x5xf32>) -> tensor<8x5xf32>
+// CHECK: stablehlo.broadcast_in_dim {{.*}} dims = [0, 1] : (tensor<8x5xf32>) -> tensor<8x5x3xf32>
+// CHECK: stablehlo.reshape %b : (tensor<3x1x8xf32>) -> tensor<3x8xf32>
+// CHECK: stablehlo.transpose {{.*}} dims = [1, 0] : (tensor<3x8xf32>) -> tensor<8x3xf32>
+// CHECK: stablehlo.broadcast_in_dim {{.*}} dims = [0, 2] : (tensor<8x3xf32>) -> tensor<8x5x3xf32>
+// CHECK: stablehlo.multiply
+// CHECK: stablehlo.add
+// CHECK: stablehlo.convert %c : (tensor<4x1xbf16>) -> tensor<4x1xf32>
+// CHECK: stablehlo.multiply
+// CHECK: stablehlo.dot_general %e, %f
+
+// -----
+// The same, evaluated (translation validation): signed zeros, a batch dimension last in
+// the rhs, int8 widened to int32.
+func.func @main() -> (tensor<2x3x2xf32>, tensor<2x2xi32>) {
+  %a = stablehlo.constant dense<[[[-0.0], [1.5], [-2.0]], [[0.0], [3.0], [-0.5]]]> : tensor<2x3x1xf32>
+  %b = stablehlo.constant dense<[[[0.0, -0.0]], [[-4.0, 2.0]]]> : tensor<2x1x2xf32>
+  %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [2], contracting_dims = [2] x [1] : (tensor<2x3x1xf32>, tensor<2x1x2xf32>) -> tensor<2x3x2xf32>
+  %c = stablehlo.constant dense<[[-128], [127]]> : tensor<2x1xi8>
+  %d = stablehlo.constant dense<[[-128, 5]]> : tensor<1x2xi8>
+  %1 = stablehlo.dot_general %c, %d, contracting_dims = [1] x [0] : (tensor<2x1xi8>, tensor<1x2xi8>) -> tensor<2x2xi32>
+  return %0, %1 : tensor<2x3x2xf32>, tensor<2x2xi32>
+}
+// CHECK-NOT: stablehlo.dot_general
