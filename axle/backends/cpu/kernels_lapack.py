@@ -38,6 +38,7 @@ from axle.ir.core import Operation
 from axle.ir.types import TensorType, element_type_of
 
 P8 = I8.as_pointer()
+PARALLEL_BATCH = True  # batch elements on the pool's threads (benchmarks switch it off)
 
 
 def plan_for(op: Operation) -> Plan:
@@ -196,27 +197,32 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     register_symbols()
     from axle.backends.cpu import blas
     blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
+    from axle.backends.cpu.parallel import max_threads
     em, b = ctx.em, ctx.b
-    ptrs, batch_rank = {}, {}
+    ptrs, refs, batch_rank = {}, {}, {}
     for a in plan.arrays:
-        count = max(a.size, 1) * (plan.batch if a.per_batch else 1)
-        ptr = ctx.temp(TensorType((count,), element_type_of(a.dtype)))
-        ptrs[a.name] = ptr
+        # workspaces: one per thread (the batch elements run on the pool's threads)
+        count = max(a.size, 1) * (plan.batch if a.per_batch else max_threads())
+        ref = ctx.temp_ref(TensorType((count,), element_type_of(a.dtype)))
+        refs[a.name] = ref
+        ptr = ptrs[a.name] = ctx.resolve(ref)
         _zero(ctx, ptr, count * a.dtype.itemsize if a.per_batch else 0)
         for idx, group in ((a.source, op.operands), (a.result, op.results)):
             if idx is not None:
                 batch_rank[a.name] = _ty(group[idx]).rank - len(a.shape)
         if a.source is not None and a.size and plan.batch:
             _copy_in(ctx, op.operands[a.source], ptr, a, batch_rank[a.name])
-    unpacked = {}
+    unpacked, unpacked_refs = {}, {}
     for packed, _, r in plan.unpack:
         n = plan.array(packed).shape[0]
         count = max(n * n * plan.batch, 1)
         et = _ty(op.results[r]).element_type
-        unpacked[packed] = ctx.temp(TensorType((count,), et))
+        ref = ctx.temp_ref(TensorType((count,), et))
+        unpacked[packed] = ctx.resolve(ref)
+        unpacked_refs[packed] = ref
         _zero(ctx, unpacked[packed], count * np.dtype(et.dtype).itemsize)
     if not plan.skip:
-        _emit_calls(ctx, plan, ptrs, unpacked)
+        _emit_calls(ctx, plan, refs, unpacked_refs)
     produced = set()
     for a in plan.arrays:
         if a.result is not None:
@@ -234,54 +240,66 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     ctx.mark_library(f"{plan.library}.{plan.routine}")
 
 
-def _emit_calls(ctx: Context, plan: Plan, ptrs: dict, unpacked: dict) -> None:
-    em, b = ctx.em, ctx.b
-    consts = {}
-    for k, a in enumerate(plan.args):
-        if a[0] == "char":
-            consts[k] = _slot(ctx, I8, ir.Constant(I8, a[1]))
-        elif a[0] == "int":
-            consts[k] = _slot(ctx, I32, ir.Constant(I32, a[1]))
-        elif a[0] == "one":
-            et = element_type_of(a[1])
-            consts[k] = _slot(ctx, S.reg_type(et), S.constant(et, 1))
-        elif a[0] == "null":
-            consts[k] = ir.Constant(P8, None)
+def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict) -> None:
+    """The routine per batch element; the elements are claimed by the pool's threads when
+    there is work enough (each thread with its own workspaces and OpenBLAS set to one
+    thread in it), else called in order here."""
+    from axle.backends.cpu.parallel import max_threads, split_ranges
     name = symbol(plan)
     fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * len(plan.args)), name)
-    if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
-        setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
-            ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
-        b.call(setter, [ir.Constant(I32, 1)])
+    slots = max_threads()
 
-    def at(name, bi, offset=0):
-        a = plan.array(name)
-        base = ptrs[name]
-        step = a.size * a.dtype.itemsize if a.per_batch else 0
-        off = b.add(b.mul(bi, em.const_i64(step)), em.const_i64(offset * a.dtype.itemsize))
-        return b.gep(b.bitcast(base, P8), [off], inbounds=True)
+    def run(lo, hi, w):
+        em, b = ctx.em, ctx.b
+        consts = {}
+        for k, a in enumerate(plan.args):
+            if a[0] == "char":
+                consts[k] = _slot(ctx, I8, ir.Constant(I8, a[1]))
+            elif a[0] == "int":
+                consts[k] = _slot(ctx, I32, ir.Constant(I32, a[1]))
+            elif a[0] == "one":
+                et = element_type_of(a[1])
+                consts[k] = _slot(ctx, S.reg_type(et), S.constant(et, 1))
+            elif a[0] == "null":
+                consts[k] = ir.Constant(P8, None)
+        if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
+            setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
+                ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
+            b.call(setter, [ir.Constant(I32, 1)])
+        bases = {n: ctx.resolve(r) for n, r in refs.items()}
 
-    def one(bi):
-        args = [consts[k] if k in consts else at(a[1], bi, a[2]) for k, a in enumerate(plan.args)]
-        if plan.finite_check is None:
-            b.call(fn, args)
-        else:
-            a = plan.array(plan.finite_check)
-            ok = _all_finite(ctx, at(a.name, bi), a.dtype, a.size)
-            with b.if_else(ok) as (then, otherwise):
-                with then:
-                    b.call(fn, args)
-                with otherwise:
-                    b.store(ir.Constant(I32, -4), b.bitcast(at(plan.info, bi), I32.as_pointer()))
-        for packed, wi, _ in plan.unpack:
-            n = plan.array(packed).shape[0]
-            real = S.F32 if plan.array(packed).dtype.itemsize == 4 else S.F64
-            info = b.load(b.bitcast(at(plan.info, bi), I32.as_pointer()))
-            out = b.gep(b.bitcast(unpacked[packed], P8),
-                        [b.mul(bi, em.const_i64(n * n * 2 * plan.array(packed).dtype.itemsize))], inbounds=True)
-            with b.if_then(b.icmp_signed("==", info, ir.Constant(I32, 0))):
-                _unpack(ctx, at(packed, bi), at(wi, bi), out, n, real)
-    em.for_range(plan.batch, one)
+        def at(name, bi, offset=0):
+            a = plan.array(name)
+            index = bi if a.per_batch else w  # a workspace: this thread's
+            off = b.add(b.mul(index, em.const_i64(a.size * a.dtype.itemsize)),
+                        em.const_i64(offset * a.dtype.itemsize))
+            return b.gep(b.bitcast(bases[name], P8), [off], inbounds=True)
+
+        def one(bi):
+            args = [consts[k] if k in consts else at(a[1], bi, a[2]) for k, a in enumerate(plan.args)]
+            if plan.finite_check is None:
+                b.call(fn, args)
+            else:
+                a = plan.array(plan.finite_check)
+                ok = _all_finite(ctx, at(a.name, bi), a.dtype, a.size)
+                with b.if_else(ok) as (then, otherwise):
+                    with then:
+                        b.call(fn, args)
+                    with otherwise:
+                        b.store(ir.Constant(I32, -4), b.bitcast(at(plan.info, bi), I32.as_pointer()))
+            for packed, wi, _ in plan.unpack:
+                n = plan.array(packed).shape[0]
+                real = S.F32 if plan.array(packed).dtype.itemsize == 4 else S.F64
+                info = b.load(b.bitcast(at(plan.info, bi), I32.as_pointer()))
+                out = b.gep(b.bitcast(ctx.resolve(unpacked_refs[packed]), P8),
+                            [b.mul(bi, em.const_i64(n * n * 2 * plan.array(packed).dtype.itemsize))], inbounds=True)
+                with b.if_then(b.icmp_signed("==", info, ir.Constant(I32, 0))):
+                    _unpack(ctx, at(packed, bi), at(wi, bi), out, n, real)
+        em.for_range_dynamic(lo, hi, one)
+    # about n^3 operations per element (n^2 the largest per-element array)
+    largest = max([a.size for a in plan.arrays if a.per_batch] or [1])
+    work = plan.batch * largest * max(1, int(largest ** 0.5)) if PARALLEL_BATCH else 0
+    split_ranges(ctx, plan.batch, work, run, max_threads=slots)
 
 
 # ---------------------------------------------------------------- hook into custom_call
