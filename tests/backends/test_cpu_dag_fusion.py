@@ -86,6 +86,37 @@ def test_transcendental_read_by_a_wide_broadcast_gets_a_buffer():
     np.testing.assert_allclose(exe.execute([x, pos])[0], np.asarray(jax.jit(f)(x, pos)), rtol=1e-5, atol=1e-5)
 
 
+def test_sparse_products_keep_gathers_out_of_the_scatter():
+    """BCOO sparse @ dense and a sparse attention (jax.experimental.sparse): the gathered
+    rows times their values are one loop of their own (fusion: a scatter's updates
+    computed with a gather get a buffer), and a gathered normalizer broadcast over the
+    features is computed once per nonzero (REUSE_COSTLY), not inside the serial scatter
+    per element; results as jax.jit's."""
+    from jax.experimental import sparse
+    r = np.random.default_rng(4)
+    n, nnz, d = 512, 8192, 64
+    rows, cols = r.integers(0, n, nnz), r.integers(0, n, nnz)
+    idx = np.stack([rows, cols], 1).astype(np.int32)
+    vals, dense = r.standard_normal(nnz).astype(np.float32), r.standard_normal((n, d)).astype(np.float32)
+
+    def spmm(v, i, b):
+        return sparse.BCOO((v, i), shape=(n, n)) @ b
+
+    def attention(v, i, b):
+        e = jnp.exp(v - v.max())
+        z = jax.ops.segment_sum(e, i[:, 0], num_segments=n)
+        return sparse.BCOO((e / z[i[:, 0]], i), shape=(n, n)) @ b
+    for f in (spmm, attention):
+        exe = _compile(f, vals, idx, dense)
+        scatters = [k for k in exe.program.kernels if k.name == "stablehlo.scatter" and k.depth == 0]
+        wide = [k for k in scatters if any(len(getattr(v.type, "shape", ())) == 2 for v in k.op.results)]
+        gathered_rows = [o for k in wide for o in k.fused if o.name == "stablehlo.gather"
+                         and str(o.results[0].type.element_type) == "f32"]
+        assert wide and not gathered_rows, [str(o.results[0].type) for o in gathered_rows]
+        np.testing.assert_allclose(exe.execute([vals, idx, dense])[0], np.asarray(jax.jit(f)(vals, idx, dense)),
+                                   rtol=2e-5, atol=2e-5)
+
+
 def test_a_scalar_broadcast_stays_fused():
     """A broadcast scalar is loop-invariant: no buffer for it, one loop."""
     f = lambda x, y: x * jnp.exp(jnp.sum(y))  # noqa: E731

@@ -35,6 +35,11 @@ POOL_SCRATCH_BYTES = 64 * 1024  # most stack per thread for the convolution rows
 # (rotary embeddings: cos and sin of [positions, d/2] read across batch and heads)
 REUSE_FACTOR = 4
 REUSE_COST = 8
+# ...and so does one computed with a gather (index loads and clamps per element): a sparse
+# attention's normalized weights (a gather of row sums, divided) were recomputed for each
+# of the 64 features they scale, inside a serial scatter (9 -> 30 ms). (Not divisions:
+# a layernorm's mean, a sum over n, is read per row by row fusion, which needs it fused.)
+REUSE_COSTLY = TRANSCENDENTAL | {"stablehlo.gather"}
 
 LIBRARY = ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.fft",
            "stablehlo.cholesky", "stablehlo.triangular_solve")
@@ -51,7 +56,7 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
     shared: list = []  # values given a buffer for their several readers alone
     cost: dict = {}  # value -> ops recomputed per element when it is read fused
     depth: dict = {}  # value -> length of the fused chain computing it
-    costly: set = set()  # fused values computing a transcendental function
+    costly: set = set()  # fused values computing a transcendental function or a gather
     for op in ops:
         kd = KERNELS.get(op.name)
         if op.name == "stablehlo.broadcast_in_dim" and op.operands and op.operands[0] not in want:
@@ -62,7 +67,7 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
         cheap = op.name == "stablehlo.constant"  # read in place (splat or global data)
         if kd is None:
             c = (0 if op.name in MOVES else 1) + sum(cost.get(v, 0) for v in op.operands if v not in want)
-            if op.name in TRANSCENDENTAL or any(v in costly for v in op.operands if v not in want):
+            if op.name in REUSE_COSTLY or any(v in costly for v in op.operands if v not in want):
                 costly.update(op.results)
         for r in op.results:
             if kd is not None or r in targets or r in to_return:
@@ -81,6 +86,15 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
             if chain > MAX_FUSION_DEPTH:  # the emitter recurses once per fused op
                 want.add(r)
             depth[r] = 0 if r in want else chain
+        if op.name == "stablehlo.scatter" and len(op.operands) >= 3:
+            # updates computed with a gather or a transcendental function get a
+            # buffer: the scatter's loop runs on one thread and computes its fused updates
+            # element by element, where a loop kernel of their own is split and vectorized
+            # (a BCOO product's gathered rows times their values: 28 -> 10 ms)
+            k = (len(op.operands) - 1) // 2
+            for v in op.operands[k + 1:]:
+                if v in costly and v not in want:
+                    want.add(v)
         if kd is not None and kd.memory_operands:
             for v in op.operands:
                 o = getattr(v, "owner", None)
