@@ -540,11 +540,16 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
         c1 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4), fscale)
         outs = [b.sub(v, c0 if i % 2 == 0 else c1) for i, v in enumerate(outs)]
     add = b.fadd if isinstance(vt.element, ir.FloatType) else b.add
-    for r in range(mr):
-        for h in range(nv):
-            ptr = where(r, h)
-            old = b.load(ptr, align=4)
-            b.store(b.select(first, outs[nv * r + h], add(old, outs[nv * r + h])), ptr, align=4)
+    with b.if_else(first) as (store, accumulate):  # (C is read only when added to)
+        with store:
+            for r in range(mr):
+                for h in range(nv):
+                    b.store(outs[nv * r + h], where(r, h), align=4)
+        with accumulate:
+            for r in range(mr):
+                for h in range(nv):
+                    ptr = where(r, h)
+                    b.store(add(b.load(ptr, align=4), outs[nv * r + h]), ptr, align=4)
     with b.if_then(b.not_(full)):
         with _Loop(b, _c(0), _c(mr), "or") as r:
             with _Loop(b, _c(0), _c(nr), "oc") as col:
