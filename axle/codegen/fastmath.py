@@ -116,20 +116,6 @@ _PIO2 = [_H("0x1.921fb54442d18p+0"), _H("0x1.1a62633145c07p-54"), _H("-0x1.f1976
 _ATAN_D = [_H(c) for c in ("-0x1.555554c2d3f70p-2", "0x1.999916466d11fp-3", "-0x1.247e93603c56fp-3",
                             "0x1.c45cc83b7bb5dp-4", "-0x1.5b06106f814d9p-4", "0x1.83ecb85938464p-5")]
 _TWO_OVER_PI = 0.6366197723675814
-# bessel_i1e in f64 (fitted against mpmath's I1 by Chebyshev interpolation, converted to
-# powers): i1e(x) / x on 0 <= x <= 8 in t = x / 4 - 1, degree 20, relative error 1.0e-10
-# (2^-33); i1e(x) sqrt(x) on x >= 8 in t = 16 / x - 1, degree 11, relative error 6.7e-12
-_I1E_SMALL_D = [_H(c) for c in ("0x1.6e14eb8e68464p-5", "-0x1.f4bb0714e53e8p-5", "0x1.16c390d879b28p-4",
-                                "-0x1.1881386b1fa07p-4", "0x1.0530f8e7788f4p-4", "-0x1.c4da8305c8568p-5",
-                                "0x1.6df9456c3c659p-5", "-0x1.13d741d7edbb0p-5", "0x1.8413e9d22fb75p-6",
-                                "-0x1.fe217462dc62cp-7", "0x1.39fdb6297cecdp-7", "-0x1.6b6c57bc5ae13p-8",
-                                "0x1.8a9dd488bdeafp-9", "-0x1.8db2497ca3703p-10", "0x1.819bb3507f16cp-11",
-                                "-0x1.8279cc15389f0p-12", "0x1.4d551696f88eep-13", "-0x1.55803fab53c0ep-15",
-                                "0x1.191d03cc69004p-16", "-0x1.251039e4d5471p-16", "0x1.9cee0f438a4fcp-18")]
-_I1E_LARGE_D = [_H(c) for c in ("0x1.8ebe783a8707ap-2", "-0x1.3f7961959ef56p-7", "-0x1.cbc5548cd646ap-13",
-                                "-0x1.f89da64d6981cp-17", "-0x1.ec696e4c9f5fcp-20", "-0x1.74777250b4504p-22",
-                                "-0x1.b6513512cdd54p-24", "-0x1.a2fdc761c4752p-25", "-0x1.605b2cab7255ep-26",
-                                "0x1.648f7c7e88200p-29", "0x1.f101f4fa11a04p-28", "0x1.1e7d7809b405fp-29")]
 SINCOS_TABLE_SIZE = 105  # 2^s mod 2 pi for s = 0 .. 104 (an f32 is m 2^s with m < 2^24, s <= 104)
 _SQRT_HALF_BITS = 0x3F3504F3  # f32 sqrt(1/2): log's mantissa is reduced to [sqrt(1/2), sqrt(2))
 
@@ -801,24 +787,6 @@ FUNCTIONS = {
 def applies(x) -> bool:
     """True for the registers these functions serve: f32 (f32, bf16) and f16."""
     return x.type in (F32, F16)
-
-
-def bessel_i1e(e, x):
-    """e^-|x| I1(x) of an f32, in f64 and rounded once (< 0.51 ulp): |x| <= 8: |x| P(|x| / 4
-    - 1); beyond: Q(16 / |x| - 1) / sqrt(|x|) (0 at infinity); the sign of x (I1 is odd), a
-    NaN in gives it back. No loop: the series and asymptotic expansion of the f64 function
-    (scalar_special.py) iterate up to 1000 times per element and do not vectorize."""
-    f = _Fn(e)
-    b = f.b
-    xd = b.fpext(x, F64)
-    ax = e.intrinsic("llvm.fabs", F64, [xd])
-    small = b.fmul(ax, f.destrin(f.dfma(ax, f.dc(0.25), f.dc(-1.0)), _I1E_SMALL_D))
-    big = b.select(b.fcmp_ordered(">", ax, f.dc(8.0)), ax, f.dc(8.0))
-    large = b.fdiv(f.destrin(b.fsub(b.fdiv(f.dc(16.0), big), f.dc(1.0)), _I1E_LARGE_D),
-                   e.intrinsic("llvm.sqrt", F64, [big]))
-    r = b.select(b.fcmp_ordered("<=", ax, f.dc(8.0)), small, large)
-    r = e.intrinsic("llvm.copysign", F64, [r, xd])
-    return b.select(f.isnan(x), x, b.fptrunc(r, F32))
 
 
 def apply(e, fn, *args):

@@ -276,7 +276,6 @@ def dot_of_one_product(op, b):
     product per element, where the GEMM of K = 1 materialized it, now fused into its users.
     Operands of one type, the result that type or an exact widening of it (bf16 x bf16 ->
     f32: the product is exact in the wider type, as the dot's)."""
-    from axle.codegen.dot import DotDims
     x, y = op.operands
     out = op.results[0].type
     tx, ty = x.type, y.type
@@ -291,10 +290,14 @@ def dot_of_one_product(op, b):
         return None
     if rt != et and not _exact_convert(et, rt):
         return None
-    d = DotDims(op)
-    if any(tx.shape[i] != 1 for i in d.lc) or any(ty.shape[i] != 1 for i in d.rc):
+    dn = op.attr("dot_dimension_numbers")
+    lb, rb = list(dn["lhs_batching_dimensions"]), list(dn["rhs_batching_dimensions"])
+    lc, rc = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
+    if any(tx.shape[i] != 1 for i in lc) or any(ty.shape[i] != 1 for i in rc):
         return None
-    nb, nl = len(d.lb), len(d.lfree)
+    lfree = [i for i in range(tx.rank) if i not in lb and i not in lc]
+    rfree = [i for i in range(ty.rank) if i not in rb and i not in rc]
+    nb, nl = len(lb), len(lfree)
 
     def placed(v, t, batch, free, at):
         """v without its contracting dimensions, in (batch, free) order, broadcast to out."""
@@ -311,8 +314,8 @@ def dot_of_one_product(op, b):
                          {"permutation": _arr(perm)}).result
         dims = list(range(nb)) + [at + i for i in range(len(free))]
         return b.create("stablehlo.broadcast_in_dim", [v], [out], {"broadcast_dimensions": _arr(dims)}).result
-    lhs = placed(x, tx, d.lb, d.lfree, nb)
-    rhs = placed(y, ty, d.rb, d.rfree, nb + nl)
+    lhs = placed(x, tx, lb, lfree, nb)
+    rhs = placed(y, ty, rb, rfree, nb + nl)
     prod = b.create("stablehlo.multiply", [lhs, rhs], [out]).result
     if getattr(rt, "is_float", False):
         zero = b.create("stablehlo.broadcast_in_dim", [b.constant(np.zeros(()), TensorType((), rt))], [out],
