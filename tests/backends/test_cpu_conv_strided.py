@@ -150,3 +150,14 @@ def test_same_as_general_path():
     on, off = _compile(text, True), _compile(text, False)
     assert _strided(on) == 1 and _strided(off) == 0
     np.testing.assert_allclose(on.execute(list(args))[0], off.execute(list(args))[0], rtol=2e-5, atol=2e-4)
+
+
+def test_mixed_layout_with_the_spatial_dimension_innermost():
+    """An input stored [N, C, W] read by a WIO kernel into NWC (mixed dimension numbers):
+    the reduction's inner run is the input features (W apart), the taps an outer loop of
+    accumulating calls, and the cut copy pads along the input's innermost dimension."""
+    x, w = f32(2, 256, 300), f32(5, 256, 32, scale=0.05)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1,), [(3, 1)], dimension_numbers=("NCH", "HIO", "NHC"))
+    _check(conv, (x, w))
