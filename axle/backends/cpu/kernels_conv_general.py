@@ -30,7 +30,7 @@ import numpy as np
 from llvmlite import ir
 
 from axle.codegen import scalar as S
-from axle.codegen.emitter import _ty
+from axle.codegen.emitter import _strides, _ty
 from axle.codegen.scalar import I1
 from axle.ir.core import Operation
 from axle.ir.types import TensorType
@@ -437,13 +437,6 @@ def library_enabled() -> bool:
         return bool(flag("cpu_conv_library"))
     except KeyError:  # pragma: no cover - an older flags table
         return True
-
-
-def _strides(shape) -> list:
-    out = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        out[d] = out[d + 1] * shape[d + 1]
-    return out
 
 
 def _descriptor(op: Operation, ph: list, L: dict, w_off: int, slot: tuple, gemm: int) -> list:

@@ -33,7 +33,7 @@ from typing import Optional
 
 from llvmlite import ir
 
-from axle.codegen.emitter import _ty
+from axle.codegen.emitter import _strides, _ty
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, element_type
 
@@ -42,14 +42,6 @@ P8 = I8.as_pointer()
 MIN_K = 256  # inner reduction run (columns of the patch matrix per call)
 MIN_M = 32  # inner row run (rows per call)
 ENABLED = True  # (benchmarks switch it off to compare with the general path)
-
-
-def _row_major(shape) -> list:
-    out, s = [1] * len(shape), 1
-    for i in range(len(shape) - 1, -1, -1):
-        out[i] = s
-        s *= shape[i]
-    return out
 
 
 def _runs(dims: list) -> list:
@@ -92,7 +84,7 @@ def strided_plan(op: Operation) -> Optional[dict]:
     if padded:
         for i in range(nsp):
             pshape[isp[i]] = span[i]
-    ls, ks, os_ = _row_major(pshape), _row_major(kt.shape), _row_major(ot.shape)
+    ls, ks, os_ = _strides(pshape), _strides(kt.shape), _strides(ot.shape)
     if os_[of] != 1 or ks[ko] != 1:
         return None
     n = ot.shape[of]
@@ -128,7 +120,7 @@ def _copy_padded(ctx, op: Operation, plan: dict, dst_ref) -> None:
     for e in pshape[:-1]:
         nrows *= e
     last, plast, slast = lt.shape[-1], pshape[-1], shift[-1]
-    src_strides = _row_major(lt.shape)
+    src_strides = _strides(lt.shape)
 
     def row(r):
         b = em.b

@@ -198,7 +198,6 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     from axle.backends.cpu import blas
     blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
     from axle.backends.cpu.parallel import max_threads
-    em, b = ctx.em, ctx.b
     ptrs, refs, batch_rank = {}, {}, {}
     for a in plan.arrays:
         # workspaces: one per thread (the batch elements run on the pool's threads)
