@@ -39,6 +39,9 @@ from axle.ir.types import TensorType, element_type_of
 
 P8 = I8.as_pointer()
 PARALLEL_BATCH = True  # batch elements on the pool's threads (benchmarks switch it off)
+# ...when the copies of the workspaces (one per thread) stay below this: a large SVD's
+# workspace times 16 threads would be gigabytes; one matrix, or such a batch, runs serially
+WORKSPACE_COPIES_MAX_BYTES = 64 << 20
 
 
 def plan_for(op: Operation) -> Plan:
@@ -198,10 +201,13 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     from axle.backends.cpu import blas
     blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
     from axle.backends.cpu.parallel import max_threads
+    workspace = sum(max(a.size, 1) * a.dtype.itemsize for a in plan.arrays if not a.per_batch)
+    parallel = PARALLEL_BATCH and plan.batch > 1 and workspace * max_threads() <= WORKSPACE_COPIES_MAX_BYTES
+    slots = max_threads() if parallel else 1
     ptrs, refs, batch_rank = {}, {}, {}
     for a in plan.arrays:
         # workspaces: one per thread (the batch elements run on the pool's threads)
-        count = max(a.size, 1) * (plan.batch if a.per_batch else max_threads())
+        count = max(a.size, 1) * (plan.batch if a.per_batch else slots)
         ref = ctx.temp_ref(TensorType((count,), element_type_of(a.dtype)))
         refs[a.name] = ref
         ptr = ptrs[a.name] = ctx.resolve(ref)
@@ -221,7 +227,7 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
         unpacked_refs[packed] = ref
         _zero(ctx, unpacked[packed], count * np.dtype(et.dtype).itemsize)
     if not plan.skip:
-        _emit_calls(ctx, plan, refs, unpacked_refs)
+        _emit_calls(ctx, plan, refs, unpacked_refs, slots)
     produced = set()
     for a in plan.arrays:
         if a.result is not None:
@@ -239,14 +245,13 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     ctx.mark_library(f"{plan.library}.{plan.routine}")
 
 
-def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict) -> None:
+def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict, slots: int) -> None:
     """The routine per batch element; the elements are claimed by the pool's threads when
     there is work enough (each thread with its own workspaces and OpenBLAS set to one
     thread in it), else called in order here."""
-    from axle.backends.cpu.parallel import max_threads, split_ranges
+    from axle.backends.cpu.parallel import split_ranges
     name = symbol(plan)
     fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * len(plan.args)), name)
-    slots = max_threads()
 
     def run(lo, hi, w):
         em, b = ctx.em, ctx.b
@@ -297,7 +302,7 @@ def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict) -> No
         em.for_range_dynamic(lo, hi, one)
     # about n^3 operations per element (n^2 the largest per-element array)
     largest = max([a.size for a in plan.arrays if a.per_batch] or [1])
-    work = plan.batch * largest * max(1, int(largest ** 0.5)) if PARALLEL_BATCH else 0
+    work = plan.batch * largest * max(1, int(largest ** 0.5)) if slots > 1 else 0
     split_ranges(ctx, plan.batch, work, run, max_threads=slots)
 
 
