@@ -151,7 +151,7 @@ def emit_strided_conv(ctx, op: Operation, plan: dict) -> None:
     threads; each runs the outer reduction loop itself (the first call sets its tiles of
     the output, the others add to them), so every output element has one fixed order of
     summation."""
-    from axle.backends.cpu.kernels_dot_lowp import UNITS, _fn
+    from axle.backends.cpu.kernels_dot_lowp import UNITS, _batch_offset, _fn
     from axle.backends.cpu.lowp_runtime import GEOMETRY, register
     from axle.backends.cpu.parallel import split_ranges
     register("gemm")
@@ -179,13 +179,7 @@ def emit_strided_conv(ctx, op: Operation, plan: dict) -> None:
 
     def offsets(b, index, dims):
         """(lhs, other) element offsets of a flat index over dims (outermost first)."""
-        a = o = c64(0)
-        rest = index
-        for e, sa, so in reversed(dims):
-            i = b.urem(rest, c64(e)) if len(dims) > 1 else rest
-            rest = b.udiv(rest, c64(e))
-            a, o = b.add(a, b.mul(i, c64(sa))), b.add(o, b.mul(i, c64(so)))
-        return a, o
+        return _batch_offset(b, index, dims, 1, c64), _batch_offset(b, index, dims, 2, c64)
 
     def at(b, ptr, elems):
         return b.gep(b.bitcast(ptr, P8), [b.mul(elems, c64(4))], inbounds=True)
