@@ -118,39 +118,42 @@ def test_potrf_matches_the_interpreter_on_hand_written_text():
 @pytest.mark.parametrize("kind", ["lu_solve", "cholesky_solve", "eig", "svd"])
 def test_batches_on_the_pool_match_serial_and_jax(kind):
     """Batches large enough to be shared across the pool's threads (each thread its own
-    workspaces): the same results as the serial loop and as jax.jit, NaN batch elements
-    (geev's finite check, per element) included."""
+    workspaces, each element copied in and out next to its call): the same results as the
+    serial loop, as whole-batch copies and as jax.jit, over two batch dimensions, NaN batch
+    elements (geev's finite check, per element) included."""
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
     from axle.backends.cpu import disk_cache
     from axle.backends.cpu import executable as cpu_exe
     from axle.backends.cpu import kernels_lapack as KL
     r = np.random.default_rng(5)
-    a = r.standard_normal((24, 48, 48)).astype(np.float32)
-    b = r.standard_normal((24, 48, 5)).astype(np.float32)
+    a = r.standard_normal((4, 6, 48, 48)).astype(np.float32)
+    b = r.standard_normal((4, 6, 48, 5)).astype(np.float32)
     fns = {
         "lu_solve": (lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), (a + 8 * np.eye(48, dtype=np.float32), b)),
         "cholesky_solve": (lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b),
-                           (a @ a.transpose(0, 2, 1) + 48 * np.eye(48, dtype=np.float32), b)),
-        "eig": (lambda a: jnp.sort_complex(jnp.linalg.eigvals(a)), (np.where(np.arange(24)[:, None, None] == 3,
-                                                                               np.nan, a).astype(np.float32),)),
+                           (a @ np.swapaxes(a, -1, -2) + 48 * np.eye(48, dtype=np.float32), b)),
+        "eig": (lambda a: jnp.sort_complex(jnp.linalg.eigvals(a)),
+                (np.where(np.arange(24).reshape(4, 6, 1, 1) == 9, np.nan, a).astype(np.float32),)),
         "svd": (lambda a: jnp.linalg.svd(a, compute_uv=False), (a,)),
     }
     fn, args = fns[kind]
     text = jax.jit(fn).lower(*args).as_text()
     want = np.asarray(jax.jit(fn)(*args))
     outs = []
-    for parallel in (True, False):
-        old = KL.PARALLEL_BATCH
-        KL.PARALLEL_BATCH = parallel
+    # (on the pool, per-element copies from this matrix size): the pool; serial; whole-batch copies
+    for parallel, per_element in ((True, 256), (False, 256), (False, 1 << 30)):
+        old = KL.PARALLEL_BATCH, KL.PER_ELEMENT_MIN_SIZE
+        KL.PARALLEL_BATCH, KL.PER_ELEMENT_MIN_SIZE = parallel, per_element
         try:
             with disk_cache.disabled():
                 cpu_exe.clear_memory_cache()
                 outs.append(np.asarray(axle.compile(text, backend="cpu")(*args)))
         finally:
-            KL.PARALLEL_BATCH = old
+            KL.PARALLEL_BATCH, KL.PER_ELEMENT_MIN_SIZE = old
             cpu_exe.clear_memory_cache()
     np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
     fin = np.isfinite(want)
     np.testing.assert_array_equal(np.isfinite(outs[0]), fin)
     np.testing.assert_allclose(outs[0][fin], want[fin], rtol=2e-3, atol=2e-3)

@@ -6,6 +6,9 @@ routine, its arguments and the per-batch arrays; this kernel emits, for one cust
 1. one arena array per plan array (batch elements back to back, each matrix column-major),
    zero-filled; operands are copied in with their matrices transposed (the copy reads the
    operand through the elemental emitter, so producers fuse into it);
+   (batches of matrices of PER_ELEMENT_MIN_SIZE elements or more: each element's copies in
+   and out run next to its call, on the pool's thread that claimed it, while its matrices
+   are in that core's cache);
 2. a loop over the batch calling the routine through its SciPy address (bound at link time
    to the symbol `axle_lapack_<routine>`, so object code stays cacheable), every argument a
    pointer: constants (chars, ints, alpha) in stack slots, arrays at the batch element's
@@ -42,6 +45,10 @@ PARALLEL_BATCH = True  # batch elements on the pool's threads (benchmarks switch
 # ...when the copies of the workspaces (one per thread) stay below this: a large SVD's
 # workspace times 16 threads would be gigabytes; one matrix, or such a batch, runs serially
 WORKSPACE_COPIES_MAX_BYTES = 64 << 20
+# batches of matrices this large (elements) or larger run on the pool's threads and are
+# copied element by element, next to each call; smaller ones run serially, copied in one
+# pass over the whole batch before the calls and one after
+PER_ELEMENT_MIN_SIZE = 256
 
 
 def plan_for(op: Operation) -> Plan:
@@ -98,11 +105,22 @@ def _transposing_nest(em, shape: list, batch_rank: int, body) -> None:
     em.loop_nest(list(shape[:-2]) + [-(-m // tile), -(-n // tile)], tiles)
 
 
-def _copy_in(ctx: Context, v, ptr, a, batch_rank: int) -> None:
+def _copy_in(ctx: Context, v, ptr, a, batch_rank: int, bi=None) -> None:
+    """Operand v's matrices into the column-major array at ptr: all of them, or with `bi`
+    (a linear batch index) that element's only."""
     em, b = ctx.em, ctx.b
     t = _ty(v)
     et = t.element_type
     bshape = list(t.shape[:batch_rank])
+    if bi is not None:
+        bidx = em.delinear(bi, bshape)
+        base = b.mul(bi, em.const_i64(a.size))
+
+        def one(idx):
+            off = b.add(base, _col_offset(em, idx, a.shape))
+            S.store(b, em.value_at(v, bidx + list(idx)), em.element_ptr(ptr, et, off), et)
+        _transposing_nest(em, list(t.shape[batch_rank:]), 0, one)
+        return
 
     def body(idx):
         blin = em.linear(idx[:batch_rank], bshape)
@@ -111,13 +129,25 @@ def _copy_in(ctx: Context, v, ptr, a, batch_rank: int) -> None:
     _transposing_nest(em, list(t.shape), batch_rank, body)
 
 
-def _copy_out(ctx: Context, ptr, r, shape: tuple, batch_rank: int) -> None:
+def _copy_out(ctx: Context, ptr, r, shape: tuple, batch_rank: int, bi=None) -> None:
+    """The column-major array at ptr into result r's buffer (row-major): every batch
+    element, or with `bi` that one's."""
     em, b = ctx.em, ctx.b
     t = _ty(r)
     et = t.element_type
     out = ctx.buffer(r)
     bshape = list(t.shape[:batch_rank])
     size = int(np.prod(shape, dtype=np.int64))
+    if bi is not None:
+        base = b.mul(bi, em.const_i64(size))
+        rows = b.mul(bi, em.const_i64(int(np.prod(t.shape[batch_rank:], dtype=np.int64))))
+
+        def one(idx):
+            src = em.element_ptr(ptr, et, b.add(base, _col_offset(em, idx, shape)))
+            dst = em.element_ptr(out, et, b.add(rows, em.linear(idx, t.shape[batch_rank:])))
+            S.store(b, S.load(b, src, et), dst, et)
+        _transposing_nest(em, list(t.shape[batch_rank:]), 0, one)
+        return
 
     def body(idx):
         blin = em.linear(idx[:batch_rank], bshape)
@@ -202,8 +232,15 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
     from axle.backends.cpu.parallel import max_threads
     workspace = sum(max(a.size, 1) * a.dtype.itemsize for a in plan.arrays if not a.per_batch)
-    parallel = PARALLEL_BATCH and plan.batch > 1 and workspace * max_threads() <= WORKSPACE_COPIES_MAX_BYTES
+    largest = max([a.size for a in plan.arrays if a.per_batch] or [0])
+    # tiny matrices stay on one thread: OpenBLAS's per-call setup then costs more than the
+    # routine, and calls on two threads at once contend in it (4 x 4 solves ran 1.5x slower)
+    parallel = PARALLEL_BATCH and plan.batch > 1 and largest >= PER_ELEMENT_MIN_SIZE \
+        and workspace * max_threads() <= WORKSPACE_COPIES_MAX_BYTES
     slots = max_threads() if parallel else 1
+    # a batch's elements are copied in, solved and copied out one at a time (on the thread
+    # that claimed the element, while its matrices are in that core's cache)
+    per_element = plan.batch > 1 and not plan.skip and largest >= PER_ELEMENT_MIN_SIZE
     ptrs, refs, batch_rank = {}, {}, {}
     for a in plan.arrays:
         # workspaces: one per thread (the batch elements run on the pool's threads)
@@ -211,10 +248,12 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
         ref = ctx.temp_ref(TensorType((count,), element_type_of(a.dtype)))
         refs[a.name] = ref
         ptr = ptrs[a.name] = ctx.resolve(ref)
-        _zero(ctx, ptr, count * a.dtype.itemsize if a.per_batch else 0)
         for idx, group in ((a.source, op.operands), (a.result, op.results)):
             if idx is not None:
                 batch_rank[a.name] = _ty(group[idx]).rank - len(a.shape)
+        if per_element and a.per_batch:
+            continue
+        _zero(ctx, ptr, count * a.dtype.itemsize if a.per_batch else 0)
         if a.source is not None and a.size and plan.batch:
             _copy_in(ctx, op.operands[a.source], ptr, a, batch_rank[a.name])
     unpacked, unpacked_refs = {}, {}
@@ -227,12 +266,12 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
         unpacked_refs[packed] = ref
         _zero(ctx, unpacked[packed], count * np.dtype(et.dtype).itemsize)
     if not plan.skip:
-        _emit_calls(ctx, plan, refs, unpacked_refs, slots)
+        _emit_calls(ctx, plan, refs, unpacked_refs, slots, (op, batch_rank) if per_element else None)
     produced = set()
     for a in plan.arrays:
         if a.result is not None:
             produced.add(a.result)
-            if a.size and plan.batch:
+            if a.size and plan.batch and not (per_element and a.per_batch):
                 _copy_out(ctx, ptrs[a.name], op.results[a.result], a.shape, batch_rank[a.name])
     for packed, _, r in plan.unpack:
         produced.add(r)
@@ -245,10 +284,13 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     ctx.mark_library(f"{plan.library}.{plan.routine}")
 
 
-def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict, slots: int) -> None:
+def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict, slots: int,
+                copies=None) -> None:
     """The routine per batch element; the elements are claimed by the pool's threads when
     there is work enough (each thread with its own workspaces and OpenBLAS set to one
-    thread in it), else called in order here."""
+    thread in it), else called in order here. With `copies` (the op, each array's batch
+    rank), each element's per-batch arrays are zeroed and copied in before its call and
+    copied out after it."""
     from axle.backends.cpu.parallel import split_ranges
     name = symbol(plan)
     fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * len(plan.args)), name)
@@ -280,6 +322,16 @@ def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict, slots
             return b.gep(b.bitcast(bases[name], P8), [off], inbounds=True)
 
         def one(bi):
+            if copies is not None:
+                op, ranks = copies
+                for a in plan.arrays:
+                    if not a.per_batch:
+                        continue
+                    src = op.operands[a.source] if a.source is not None and a.size else None
+                    if src is None or int(np.prod(_ty(src).shape[ranks[a.name]:], dtype=np.int64)) < a.size:
+                        _zero(ctx, at(a.name, bi), a.size * a.dtype.itemsize)
+                    if src is not None:
+                        _copy_in(ctx, src, bases[a.name], a, ranks[a.name], bi)
             args = [consts[k] if k in consts else at(a[1], bi, a[2]) for k, a in enumerate(plan.args)]
             if plan.finite_check is None:
                 b.call(fn, args)
@@ -299,6 +351,10 @@ def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict, slots
                             [b.mul(bi, em.const_i64(n * n * 2 * plan.array(packed).dtype.itemsize))], inbounds=True)
                 with b.if_then(b.icmp_signed("==", info, ir.Constant(I32, 0))):
                     _unpack(ctx, at(packed, bi), at(wi, bi), out, n, real)
+            if copies is not None:
+                for a in plan.arrays:
+                    if a.per_batch and a.result is not None and a.size:
+                        _copy_out(ctx, bases[a.name], op.results[a.result], a.shape, ranks[a.name], bi)
         em.for_range_dynamic(lo, hi, one)
     # about n^3 operations per element (n^2 the largest per-element array)
     largest = max([a.size for a in plan.arrays if a.per_batch] or [1])
