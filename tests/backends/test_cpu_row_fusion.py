@@ -242,3 +242,68 @@ def test_column_sum_is_not_row_fused():
     assert "stablehlo.reduce" in [k.name for k in _top_kernels(exe)]
     g, b = _rand((8, 64, 128), 11), _rand((128,), 12)
     np.testing.assert_allclose(exe(g, b), axle.interpret(BIAS_STEP, g, b), rtol=1e-5, atol=1e-5)
+
+
+# a softmax along a transposed value's row: the transpose reads each row at a stride of 48
+# elements; row fused, it would do so once per reduction and once more for the result
+SOFTMAX_OF_TRANSPOSE = """
+func.func @main(%x: tensor<4x96x48xf32>) -> tensor<4x48x96xf32> {
+  %t = stablehlo.transpose %x, dims = [0, 2, 1] : (tensor<4x96x48xf32>) -> tensor<4x48x96xf32>
+  %ni = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%t init: %ni) applies stablehlo.maximum across dimensions = [2] : (tensor<4x48x96xf32>, tensor<f32>) -> tensor<4x48xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0, 1] : (tensor<4x48xf32>) -> tensor<4x48x96xf32>
+  %d = stablehlo.subtract %t, %mb : tensor<4x48x96xf32>
+  %e = stablehlo.exponential %d : tensor<4x48x96xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [2] : (tensor<4x48x96xf32>, tensor<f32>) -> tensor<4x48xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0, 1] : (tensor<4x48xf32>) -> tensor<4x48x96xf32>
+  %y = stablehlo.divide %e, %sb : tensor<4x48x96xf32>
+  return %y : tensor<4x48x96xf32>
+}
+"""
+
+
+def test_strided_rows_are_materialized_once_before_the_row_fusion():
+    exe = axle.compile(SOFTMAX_OF_TRANSPOSE)
+    kernels = _top_kernels(exe)
+    assert [k.name for k in kernels] == ["stablehlo.transpose", "stablehlo.divide"]
+    assert sum(1 for o in kernels[1].fused if o.name == "stablehlo.reduce") == 2
+    assert not any(o.name == "stablehlo.transpose" for o in kernels[1].fused)
+    x = _rand((4, 96, 48)) * 3
+    t = x.transpose(0, 2, 1)
+    e = np.exp(t - t.max(axis=2, keepdims=True))
+    np.testing.assert_allclose(exe(x), e / e.sum(axis=2, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+def test_short_strided_rows_stay_fused():
+    # rows of 4: reading them again costs less than a buffer written and read
+    text = SOFTMAX_OF_TRANSPOSE.replace("4x96x48", "4x4x48").replace("4x48x96", "4x48x4")
+    exe = axle.compile(text)
+    kernels = _top_kernels(exe)
+    assert [k.name for k in kernels] == ["stablehlo.divide"]
+    x = _rand((4, 4, 48))
+    np.testing.assert_allclose(exe(x), axle.interpret(text, x), rtol=2e-6, atol=1e-7)
+
+
+def test_relative_shift_softmax_matches_jax():
+    """Transformer-XL's relative shift (pad, reshape, slice of transposed scores) under a
+    masked softmax: the shifted scores get one buffer, the softmax reads them in rows."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def rel_shift(x):
+        b, h, q, k = x.shape
+        x = jnp.pad(x, ((0, 0), (0, 0), (0, 0), (1, 0)))
+        return x.reshape(b, h, k + 1, q)[:, :, 1:].reshape(b, h, q, k)
+
+    def f(q, r):
+        s = rel_shift(jnp.einsum("bhqd,hkd->bhqk", q, r))
+        s = jnp.where(jnp.tril(jnp.ones((64, 64), bool)), s, -1e30)
+        return jax.nn.softmax(s, -1)
+    args = (_rand((2, 3, 64, 16), 21), _rand((3, 64, 16), 22))
+    exe = axle.compile(jax.jit(f).lower(*args).as_text())
+    kernels = _top_kernels(exe)
+    host = [k for k in kernels if sum(1 for o in k.fused if o.name == "stablehlo.reduce") == 2]
+    assert len(host) == 1 and not any(o.name in ("stablehlo.transpose", "stablehlo.pad")
+                                       for o in host[0].fused)
+    np.testing.assert_allclose(exe(*args), jax.jit(f)(*args), rtol=2e-5, atol=1e-6)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from axle.backends.cpu import row_fusion
 from axle.backends.cpu.costs import MOVES, TRANSCENDENTAL
 from axle.codegen.emitter import _ty
@@ -284,7 +286,51 @@ def plan_row_fusion(ops: list, want: set, targets: dict, returned: set, block: B
         if any(rf.kept is not None and rf.kept.operands[0] is v for rf in again.values()):
             removed.add(v)
             chosen, plans = trial, again
+    strided = _strided_rows(ops, plans, chosen, block)
+    if strided:
+        trial = (set(want) - removed) | strided
+        chosen, plans = trial, plan(trial)
     return chosen, plans
+
+
+# what a transposed value goes through before it is computed on (their index arithmetic
+# rides along in the row fusion's every pass until the value has a buffer)
+_ROW_MOVES = ("stablehlo.transpose", "stablehlo.reshape", "stablehlo.slice", "stablehlo.pad",
+              "stablehlo.reverse")
+
+
+STRIDED_ROW_MIN = 32  # shorter rows (a sum over 2 channels) are cheap to read again
+
+
+def _strided_rows(ops: list, plans: dict, want: set, block: Block) -> set:
+    """Values to materialize under row fusions: a row-fused kernel reads its rows once per
+    reduction and once more for its result, so a transpose fused into it that reads along
+    the row at a stride (the row's dimension not innermost in the transposed value) does
+    its strided gathers, and the index arithmetic of the moves after it (Transformer-XL's
+    pad / reshape / slice relative shift), in every pass. Each such transpose, through the
+    moves after it, gets a buffer: one strided pass writes the rows contiguous."""
+    users: dict = {}
+    for op in ops:
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    out: set = set()
+    for host, rf in plans.items():
+        if not rf.reductions or int(np.prod(_ty(host.results[0]).shape[rf.rows:])) < STRIDED_ROW_MIN:
+            continue
+        fused, _ = fusion_of(host, want, block)
+        inside = set(fused)
+        for op in fused:
+            if op.name != "stablehlo.transpose" or op in rf.reductions:
+                continue
+            perm = [int(p) for p in op.attr("permutation")]
+            shape = list(_ty(op.operands[0]).shape)
+            if not perm or perm[-1] == len(perm) - 1 or int(np.prod(shape[perm[-1] + 1:])) == 1:
+                continue
+            v = op.results[0]
+            while len(users.get(v, ())) == 1 and users[v][0] in inside and users[v][0].name in _ROW_MOVES:
+                v = users[v][0].results[0]
+            out.add(v)
+    return out
 
 
 def kind_of(op: Operation, plan: FusionPlan, fused: list) -> str:
