@@ -460,13 +460,26 @@ def _crule(*names):
     return deco
 
 
+def _parts(e, z):
+    """(re, im) of z in its own precision: complex<f32> arithmetic rounds as XLA's does (in
+    f64 the products would be exact and the results differ from XLA's in the last bit,
+    which an escape-time loop such as the Mandelbrot iteration turns into different
+    counts); f32 also vectorizes twice as wide."""
+    return re(e.b, z), im(e.b, z)
+
+
+def _fma(e, x, y, z):
+    """x * y + z rounded once (llvm.fma; llvm.fmuladd where the target has no FMA)."""
+    return e.intrinsic(e.target.fma_intrinsic, x.type, [x, y, z])
+
+
 def _caddsub(subtract: bool):
     # the rule is chosen by the op it implements, never by `op` (kernels pass their own op)
     def rule_(e, et, a, op):
         b = e.b
         f = b.fsub if subtract else b.fadd
-        (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
-        return _narrow(e, et, f(ar, br), f(ai, bi))
+        (ar, ai), (br, bi) = _parts(e, a[0]), _parts(e, a[1])
+        return make(b, reg_type(et), f(ar, br), f(ai, bi))
     return rule_
 
 
@@ -476,9 +489,10 @@ _crule("subtract")(_caddsub(True))
 
 @_crule("multiply")
 def _cmul(e, et, a, op):
+    # XLA's rounding: re = fma(ar, br, -(ai bi)), im = fma(ai, br, ar bi)
     b = e.b
-    (ar, ai), (br, bi) = _wide(e, a[0]), _wide(e, a[1])
-    return _narrow(e, et, b.fsub(b.fmul(ar, br), b.fmul(ai, bi)), b.fadd(b.fmul(ar, bi), b.fmul(ai, br)))
+    (ar, ai), (br, bi) = _parts(e, a[0]), _parts(e, a[1])
+    return make(b, reg_type(et), _fma(e, ar, br, b.fneg(b.fmul(ai, bi))), _fma(e, ai, br, b.fmul(ar, bi)))
 
 
 def _libc(e, name, args, returns_complex=True):
@@ -527,19 +541,22 @@ def _cneg(e, et, a, op):
 
 @_crule("abs")
 def _cabs(e, et, a, op):
-    """|z|: complex<f32> as sqrt(re^2 + im^2) in f64 (the squares are exact, the sum
-    cannot overflow, one rounding before the last: what hypot gives, and a loop of it
-    vectorizes), with hypot's +inf for an infinite part even when the other is NaN;
-    complex<f64> by hypot."""
-    r, i = _wide(e, a[0])
-    if et.name != "complex<f32>":
-        return _libc(e, "hypot", [r, i], returns_complex=False)
+    """|z| as XLA rounds it: with m = max(|re|, |im|) and d = min(...) / m, m * sqrt(fma(d,
+    d, 1)) (no overflow or underflow in the squares; vectorizes); 0 for 0, and hypot's
+    +inf for an infinite part even when the other is NaN (C99 and numpy; XLA gives NaN)."""
     b = e.b
-    v = e.intrinsic("llvm.sqrt", F64, [b.fadd(b.fmul(r, r), b.fmul(i, i))])
-    inf = ir.Constant(F64, float("inf"))
-    either = b.or_(b.fcmp_ordered("oeq", e.intrinsic("llvm.fabs", F64, [r]), inf),
-                   b.fcmp_ordered("oeq", e.intrinsic("llvm.fabs", F64, [i]), inf))
-    return b.fptrunc(b.select(either, inf, v), F32)
+    r, i = _parts(e, a[0])
+    t = r.type
+    ar, ai = e.intrinsic("llvm.fabs", t, [r]), e.intrinsic("llvm.fabs", t, [i])
+    big = b.select(b.fcmp_ordered(">", ai, ar), ai, ar)
+    small = b.select(b.fcmp_ordered(">", ai, ar), ar, ai)
+    d = b.fdiv(small, big)
+    v = b.fmul(big, e.intrinsic("llvm.sqrt", t, [_fma(e, d, d, ir.Constant(t, 1.0))]))
+    inf, nan = ir.Constant(t, float("inf")), ir.Constant(t, float("nan"))
+    v = b.select(b.fcmp_ordered("oeq", big, ir.Constant(t, 0.0)), ir.Constant(t, 0.0), v)
+    v = b.select(b.fcmp_unordered("uno", ar, ai), nan, v)
+    either = b.or_(b.fcmp_ordered("oeq", ar, inf), b.fcmp_ordered("oeq", ai, inf))
+    return b.select(either, inf, v)
 
 
 _CLIB = {"exponential": "cexp", "log": "clog", "sqrt": "csqrt", "sine": "csin", "cosine": "ccos",
