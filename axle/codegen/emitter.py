@@ -131,6 +131,9 @@ class Emitter:
         # a concatenate -> (the operand a loop over its part reads, the ids of the index at
         # which that holds: the loop's own) (elementwise.py _concat_parts)
         self.concat_parts: dict = {}
+        # id(index value) -> (lo, hi, value): the value is in [lo, hi) wherever it is read
+        # (the loop of a box of index_boxes.py, and offsets of such indices)
+        self.index_ranges: dict = {}
         self._memo: dict = {}  # op_at's values: (op, index, block) ids -> (op, index, block, value)
         self.read_metadata = None  # LLVM metadata put on the loads of buffers (alias scopes)
         self.read_exclude: frozenset = frozenset()  # values whose loads get no read_metadata
@@ -153,6 +156,27 @@ class Emitter:
 
     def const_i64(self, x: int) -> ir.Constant:
         return ir.Constant(I64, int(x))
+
+    def ranged_index(self, i, lo: int, hi: int):
+        """i + lo, known to lie in [lo, hi) (i counts a box's loop from 0)."""
+        v = self.b.add(i, self.const_i64(lo)) if lo else i
+        self.index_ranges[id(v)] = (lo, hi, v)
+        return v
+
+    def index_range(self, i):
+        """(lo, hi) when index value i is known to lie in [lo, hi), else None."""
+        r = self.index_ranges.get(id(i))
+        return (r[0], r[1]) if r is not None and r[2] is i else None
+
+    def offset_index(self, i, c: int):
+        """i + c, its range carried along when i's is known."""
+        if c == 0:
+            return i
+        v = self.b.add(i, self.const_i64(c))
+        r = self.index_range(i)
+        if r is not None:
+            self.index_ranges[id(v)] = (r[0] + c, r[1] + c, v)
+        return v
 
     def element_ptr(self, base, et: ElementType, linear):
         p = self.b.bitcast(base, S.mem_type(et).as_pointer())
@@ -465,8 +489,7 @@ class Emitter:
             return self.value_at(src, self.reshape_index(idx, list(rt.shape), list(st.shape)))
         if name == "stablehlo.slice":
             starts, strides = op.attr("start_indices"), op.attr("strides")
-            sidx = [i if (s0 == 0 and st == 1) else b.add(b.mul(i, self.const_i64(st)) if st != 1 else i,
-                                                           self.const_i64(s0))
+            sidx = [self.offset_index(i, s0) if st == 1 else b.add(b.mul(i, self.const_i64(st)), self.const_i64(s0))
                     for i, s0, st in zip(idx, starts, strides)]
             return self.value_at(op.operands[0], sidx)
         if name == "stablehlo.reverse":
@@ -515,15 +538,21 @@ class Emitter:
                 self.concat_parts[inner] = (self.concat_parts[inner][0], tuple(map(id, sub)))
             return self.value_at(op.operands[k], sub)
 
+        def at(k):
+            return self.value_at(op.operands[k], idx[:dim] + [self.offset_index(idx[dim], -offsets[k])] + idx[dim + 1:])
+        known = self.index_range(idx[dim])
+        if known is not None:  # in a box of index_boxes.py: one operand holds the whole range
+            for k, v in enumerate(op.operands):
+                if offsets[k] <= known[0] and known[1] <= offsets[k] + _ty(v).shape[dim]:
+                    return at(k)
+
         def pick(k):
             v = op.operands[k]
             if k == len(op.operands) - 1:
-                return self.value_at(v, idx[:dim] + [b.sub(idx[dim], self.const_i64(offsets[k]))] + idx[dim + 1:])
+                return at(k)
             end = offsets[k] + _ty(v).shape[dim]
             inside = b.icmp_unsigned("<", idx[dim], self.const_i64(end))
-            return self.if_else(inside, lambda: self.value_at(
-                v, idx[:dim] + [b.sub(idx[dim], self.const_i64(offsets[k]))] + idx[dim + 1:]),
-                lambda: pick(k + 1), t)
+            return self.if_else(inside, lambda: at(k), lambda: pick(k + 1), t)
 
         return pick(0)
 
@@ -534,6 +563,13 @@ class Emitter:
         cond = ir.Constant(I1, 1)
         sidx = []
         for k, i in enumerate(idx):
+            known = self.index_range(i) if interior[k] == 0 else None
+            if known is not None:  # in a box of index_boxes.py: all inside, or all padding
+                if known[0] - lo[k] >= 0 and known[1] - lo[k] <= st.shape[k]:
+                    sidx.append(self.offset_index(i, -lo[k]))
+                    continue
+                if known[1] - lo[k] <= 0 or known[0] - lo[k] >= st.shape[k]:
+                    return self.value_at(op.operands[1], [])
             shifted = b.sub(i, self.const_i64(lo[k]))  # may be negative (as unsigned: huge)
             step = interior[k] + 1
             if step != 1:
@@ -543,6 +579,8 @@ class Emitter:
             cond = b.and_(cond, b.icmp_signed(">=", b.sub(i, self.const_i64(lo[k])), self.const_i64(0)))
             cond = b.and_(cond, b.icmp_signed("<", shifted, self.const_i64(st.shape[k])))
             sidx.append(shifted)
+        if isinstance(cond, ir.Constant):  # every dimension inside (a box of index_boxes.py)
+            return self.value_at(op.operands[0], sidx)
         t = S.reg_type(rt.element_type)
         return self.if_else(cond, lambda: self.value_at(op.operands[0], sidx),
                             lambda: self.value_at(op.operands[1], []), t)

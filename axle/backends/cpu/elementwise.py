@@ -11,6 +11,7 @@ import numpy as np
 
 from axle.codegen import scalar as S
 from axle.backends.cpu.costs import fused_work
+from axle.backends.cpu.index_boxes import emit_boxes
 from axle.codegen.emitter import _ty
 from axle.backends.cpu.kernels import Accumulators, _simple_float_add, reads_buffer_of, scoped_accesses  # noqa: F401
 from axle.backends.cpu.scopes import scoped_accesses_but_shared
@@ -60,6 +61,8 @@ def emit_elementwise(ctx, op: Operation) -> None:
             return
         tr = _at_same_index(ctx, op, "stablehlo.transpose")
         if tr is not None and _tiled_transpose(ctx, op, tr, lambda idx: body(idx, mine, other), work):
+            return
+        if emit_boxes(ctx, op, lambda idx: body(idx, mine, other), work):
             return
         split_loop(ctx, list(t.shape), outer_dim(t.shape), lambda idx: body(idx, mine, other), work)
         return

@@ -1,0 +1,107 @@
+"""Loop kernels cut into boxes where fused concatenates and pads change what they read
+(index_boxes.py): rolls, padded stencils and shifts compute the same values as jax.jit and
+the interpreter, box by box, and the boxes are what makes such loops vectorize."""
+import numpy as np
+import pytest
+
+import axle
+from axle.backends.cpu import disk_cache, index_boxes
+from axle.backends.cpu import executable as cpu_exe
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+
+def _fresh(text):
+    with disk_cache.disabled():
+        cpu_exe.clear_memory_cache()
+        return axle.compile(text, backend="cpu")
+
+
+def _life(g):
+    n = sum(jnp.roll(g, (dy, dx), (0, 1)) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
+    return ((n == 3) | ((g == 1) & (n == 2))).astype(jnp.uint8)
+
+
+def _life_numpy(g, steps):
+    for _ in range(steps):
+        n = sum(np.roll(g, (dy, dx), (0, 1)) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
+        g = ((n == 3) | ((g == 1) & (n == 2))).astype(np.uint8)
+    return g
+
+
+@pytest.mark.parametrize("shape", [(64, 96), (37, 53), (2, 200), (130, 3)])
+def test_rolls_on_a_torus_match_numpy(shape):
+    g = (np.random.default_rng(1).uniform(size=shape) < 0.35).astype(np.uint8)
+    fn = lambda g: lax.fori_loop(0, 5, lambda _, g: _life(g), g)  # noqa: E731
+    exe = _fresh(jax.jit(fn).lower(g).as_text())
+    np.testing.assert_array_equal(exe(g), _life_numpy(g, 5))
+
+
+def test_boxes_make_the_roll_stencil_vectorize(monkeypatch):
+    """The 8-neighbour sum of rolls: with the boxes the uint8 loop is vector code; cut off
+    (MAX_BOXES = 1) every element branches among the concatenates' operands and it is not."""
+    g = (np.random.default_rng(2).uniform(size=(256, 256)) < 0.3).astype(np.uint8)
+    text = jax.jit(_life).lower(g).as_text()
+    exe = _fresh(text)
+    ir = exe._static.optimized_ir
+    monkeypatch.setattr(index_boxes, "MAX_BOXES", 1)
+    plain = _fresh(text)
+    assert "x i8>" in ir and "x i8>" not in plain._static.optimized_ir
+    np.testing.assert_array_equal(exe(g), plain(g))
+    np.testing.assert_array_equal(exe(g), _life_numpy(g, 1))
+
+
+def test_shifts_by_several_amounts_in_both_dimensions():
+    def fn(x):
+        return (jnp.roll(x, 3, 1) * 2.0 + jnp.roll(x, -2, 0) - jnp.roll(x, (5, -7), (0, 1))
+                + jnp.roll(x, 1, 1).T.T)
+    x = np.random.default_rng(3).standard_normal((48, 40)).astype(np.float32)
+    exe = _fresh(jax.jit(fn).lower(x).as_text())
+    np.testing.assert_allclose(exe(x), np.asarray(jax.jit(fn)(x)), rtol=1e-6, atol=1e-6)
+
+
+def test_padded_five_point_stencil():
+    def fn(u):
+        p = jnp.pad(u, ((1, 1), (2, 1)), constant_values=0.5)
+        return (p[:-2, 2:-1] + p[2:, 2:-1] + p[1:-1, 1:-2] + p[1:-1, 3:] - 4 * p[1:-1, 2:-1]
+                + p[1:-1, :-3])
+    u = np.random.default_rng(4).standard_normal((33, 70)).astype(np.float32)
+    text = jax.jit(fn).lower(u).as_text()
+    exe = _fresh(text)
+    np.testing.assert_allclose(exe(u), np.asarray(jax.jit(fn)(u)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(exe(u), axle.interpret(text, u), rtol=1e-6, atol=1e-6)
+
+
+# negative low padding (a crop), interior padding, broadcasts and a reshape around a pad and
+# a concatenate read through slices: the cuts follow the crop, and a dimension with interior
+# padding is not cut (its elements still choose one by one)
+MIXED = """
+func.func @main(%x: tensor<6x203xf32>, %y: tensor<12x42xf32>) -> tensor<2x6x248xf32> {
+  %z = stablehlo.constant dense<-1.0> : tensor<f32>
+  %p = stablehlo.pad %x, %z, low = [0, -3], high = [1, 5], interior = [1, 0] : (tensor<6x203xf32>, tensor<f32>) -> tensor<12x205xf32>
+  %c = stablehlo.concatenate %y, %p, %y, dim = 1 : (tensor<12x42xf32>, tensor<12x205xf32>, tensor<12x42xf32>) -> tensor<12x289xf32>
+  %s = stablehlo.slice %c [3:9, 2:250] : (tensor<12x289xf32>) -> tensor<6x248xf32>
+  %r = stablehlo.reshape %s : (tensor<6x248xf32>) -> tensor<1x6x248xf32>
+  %b = stablehlo.broadcast_in_dim %r, dims = [0, 1, 2] : (tensor<1x6x248xf32>) -> tensor<2x6x248xf32>
+  %i = stablehlo.iota dim = 0 : tensor<2x6x248xf32>
+  %o = stablehlo.add %b, %i : tensor<2x6x248xf32>
+  return %o : tensor<2x6x248xf32>
+}
+"""
+
+
+def test_crops_interior_padding_and_unit_reshapes(monkeypatch):
+    from axle.backends.cpu import elementwise
+    used = []
+
+    def spy(ctx, op, body, work):
+        used.append(index_boxes.emit_boxes(ctx, op, body, work))
+        return used[-1]
+    monkeypatch.setattr(elementwise, "emit_boxes", spy)
+    r = np.random.default_rng(5)
+    x, y = r.standard_normal((6, 203)).astype(np.float32), r.standard_normal((12, 42)).astype(np.float32)
+    exe = _fresh(MIXED)
+    assert used == [True]
+    np.testing.assert_array_equal(exe(x, y), axle.interpret(MIXED, x, y))
