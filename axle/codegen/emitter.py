@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from axle.codegen import scalar as S
 from axle.codegen import scalar_f8 as _f8
+from axle.codegen import scalar_complex  # noqa: F401  (registers the complex operands' rules)
 from axle.codegen import scalar_special  # noqa: F401  (registers the CHLO special functions' rules)
 from axle.codegen.scalar import I1, I8, I64
 from axle.codegen.scalar_ops import RULES, convert

@@ -28,9 +28,8 @@ from llvmlite import ir
 from axle.codegen import scalar_f8
 from axle.codegen.scalar import F16, F32, F64, I32, reg_type
 from axle.codegen.scalar_f8 import narrow_float, round_to_odd_f32
-from axle.codegen.scalar_ops import (
-    _ICMP, COMPLEX_RULES, RULES, _cdiv, _cmul, _dispatcher, _libc, _narrow, _wide, im, make, re,
-)
+from axle.codegen.scalar_complex import _cdiv, _cmul, _libc, _narrow, _wide
+from axle.codegen.scalar_ops import _ICMP, COMPLEX_RULES, RULES, _dispatcher, im, make, re
 from axle.errors import Unsupported
 
 # ---------------------------------------------------------------- a small f64 builder

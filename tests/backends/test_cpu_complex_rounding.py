@@ -1,5 +1,6 @@
-"""Complex multiply and abs round as XLA's CPU backend does (re = fma(ar, br, -ai bi),
-im = fma(ai, br, ar bi); |z| = m sqrt(fma(d, d, 1)) with m the larger part and d the ratio),
+"""Complex multiply, divide and abs round as XLA's CPU backend does (re = fma(ar, br, -ai bi),
+im = fma(ai, br, ar bi); Smith's quotient with fused multiply-adds; |z| = m sqrt(fma(d, d,
+1)) with m the larger part and d the ratio),
 bit for bit against jax.jit: an escape-time loop (the Mandelbrot iteration) turns a last-bit
 difference into different counts. Special values of abs follow C99's hypot (as numpy)."""
 import numpy as np
@@ -21,13 +22,14 @@ def _z(rng, n, scale=1.0):
     return (rng.standard_normal(n) * scale + 1j * rng.standard_normal(n)).astype(np.complex64)
 
 
-@pytest.mark.parametrize("name", ["multiply", "square_add", "abs"])
+@pytest.mark.parametrize("name", ["multiply", "square_add", "abs", "divide", "divide_by_magnitude"])
 def test_complex64_arithmetic_is_bitwise_xla(name):
     rng = np.random.default_rng(17)
     z = _z(rng, 50_000, np.exp(rng.uniform(-30, 30, 50_000)))
     c = _z(rng, 50_000)
     fn = {"multiply": lambda z, c: z * c, "square_add": lambda z, c: z * z + c,
-          "abs": lambda z, c: jnp.abs(z) - jnp.abs(c)}[name]
+          "abs": lambda z, c: jnp.abs(z) - jnp.abs(c), "divide": lambda z, c: z / c,
+          "divide_by_magnitude": lambda z, c: z / jnp.maximum(jnp.abs(z), 1e-8) + c}[name]
     got, want = _both(fn, z, c)
     np.testing.assert_array_equal(got, want)
 
