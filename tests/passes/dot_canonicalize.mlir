@@ -61,3 +61,27 @@ func.func @main() -> tensor<2x2x2xi64> {
 }
 // CHECK: stablehlo.transpose %a, dims = [0, 2, 1]
 // CHECK: stablehlo.dot_general
+
+// -----
+// Two contracting pairs taken in the order that keeps an operand in place (ragged_dot's
+// [E, T, D] x [E, D, F] contracted over (D, E): as (E, D), the weights are only reshaped).
+func.func @main(%a: tensor<8x16x4xf32>, %b: tensor<8x4x6xf32>) -> tensor<16x6xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [2, 0] x [1, 0] : (tensor<8x16x4xf32>, tensor<8x4x6xf32>) -> tensor<16x6xf32>
+  return %0 : tensor<16x6xf32>
+}
+// CHECK: stablehlo.transpose %a, dims = [1, 0, 2]
+// CHECK-NOT: stablehlo.transpose %b
+// CHECK: stablehlo.reshape %b : (tensor<8x4x6xf32>) -> tensor<32x6xf32>
+
+// -----
+// A batched matrix-vector product whose batch dimensions are not in front (capsule
+// routing's agreement): a multiply and a reduce over the matrix in place, no dot.
+func.func @main(%v: tensor<2x3x5xf32>, %m: tensor<2x7x3x5xf32>) -> tensor<2x3x7xf32> {
+  %0 = stablehlo.dot_general %v, %m, batching_dims = [0, 1] x [0, 2], contracting_dims = [2] x [3] : (tensor<2x3x5xf32>, tensor<2x7x3x5xf32>) -> tensor<2x3x7xf32>
+  return %0 : tensor<2x3x7xf32>
+}
+// CHECK-NOT: dot_general
+// CHECK: stablehlo.broadcast_in_dim %v, dims = [0, 2, 3]
+// CHECK: stablehlo.multiply %m
+// CHECK: stablehlo.reduce
+// CHECK: stablehlo.transpose {{.*}} dims = [0, 2, 1]
