@@ -17,7 +17,7 @@ O(n^2) per row; here it is one pass:
 bf16 scans are the exception to "bit for bit": their partial results stay in f32 (a row of
 them per lane) and only what is stored is rounded to bf16, the excess precision XLA's CPU
 backend also takes; a bf16 cumsum of 4096 values rounded at every step ended tens of ulps
-from the exact sums. f32 sums and products likewise carry their partial results in f64.
+from the exact sums.
 
 The scan runs along d with the dimensions after d innermost (contiguous: a cumprod over
 rows vectorizes), the dimensions before d shared across the pool's threads (or, when d
@@ -66,19 +66,6 @@ def scan_plan(op: Operation) -> Optional[tuple]:
     return None
 
 
-def _f64_body(region):
-    """fn(builder, a, b) computing the region's body on doubles when it is one add or one
-    multiply of its two arguments, else None."""
-    ops = region.blocks[0].operations
-    args = list(region.blocks[0].arguments)
-    if len(ops) != 2 or ops[1].name != "stablehlo.return" or list(ops[1].operands) != [ops[0].results[0]]:
-        return None
-    if sorted(map(id, ops[0].operands)) != sorted(map(id, args)):
-        return None
-    return {"stablehlo.add": lambda b, x, y: b.fadd(x, y),
-            "stablehlo.multiply": lambda b, x, y: b.fmul(x, y)}.get(ops[0].name)
-
-
 def emit_scan(ctx, op: Operation, axis: int, reverse: bool) -> None:
     from axle.backends.cpu.parallel import split_ranges
     em = ctx.em
@@ -100,12 +87,6 @@ def emit_scan(ctx, op: Operation, axis: int, reverse: bool) -> None:
     # they store, as XLA's CPU backend does (a bf16 cumsum of 4096 rounded at every step
     # was 10x further from the exact sums than XLA's)
     wide = all(et.name == "bf16" for et in ets) and inner_count * n_res <= CARRY_MAX
-    # f32 sums and products carry f64 partial results, rounded only where they are stored:
-    # summed in order in f32, a cumsum of 4096 values ended ~10x further from the exact sums
-    # than XLA's (which regroups the window: ReduceWindowRewriter); in f64 each output is
-    # within about an ulp of the exact prefix sum
-    double = _f64_body(region) if (n_res == 1 and ets[0].name == "f32" and not wide
-                                   and inner_count <= CARRY_MAX // 2) else None
 
     def step(pre, i, post, prev_i, carry=None):
         """out[pre, i, post] from out[pre, prev_i, post] (None: from the init values);
@@ -117,14 +98,6 @@ def emit_scan(ctx, op: Operation, axis: int, reverse: bool) -> None:
         if carry is not None:
             k = em.linear(list(post), inner) if inner else c64(0)
             slot = [b.gep(carry, [b.add(b.mul(c64(j), c64(inner_count)), k)]) for j in range(n_res)]
-        if double is not None:
-            x = b.fpext(xs[0], S.F64)
-            acc = b.fpext(em.value_at(inits[0], []), S.F64) if prev_i is None else b.load(slot[0])
-            new = double(b, acc, x) if not reverse else double(b, x, acc)
-            b.store(new, slot[0])
-            S.store(b, b.fptrunc(new, S.F32), em.element_ptr(ctx.buffer(op.results[0]), ets[0], em.linear(full, shape)),
-                    ets[0])
-            return
         if prev_i is None:
             accs = [em.value_at(v, []) for v in inits]
         elif slot is not None:
@@ -149,12 +122,12 @@ def emit_scan(ctx, op: Operation, axis: int, reverse: bool) -> None:
             else:
                 em.loop_nest_range(inner, 0, post_lo, post_hi, body)
         carry = None
-        if wide or double is not None:  # this lane's partial results, on the stack of the thread running it
+        if wide:  # this lane's partial results, on the stack of the thread running it
             from llvmlite import ir as _ir
 
             from axle.codegen.emitter import entry_alloca
-            ct = _ir.DoubleType() if double is not None else _ir.FloatType()
-            carry = em.b.bitcast(entry_alloca(em.b, _ir.ArrayType(ct, inner_count * n_res)), ct.as_pointer())
+            carry = em.b.bitcast(entry_alloca(em.b, _ir.ArrayType(_ir.FloatType(), inner_count * n_res)),
+                                 _ir.FloatType().as_pointer())
         first = c64(n - 1 if reverse else 0)
         inner_loop(lambda post: step(pre, first, post, None, carry))
 
