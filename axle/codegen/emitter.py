@@ -132,8 +132,8 @@ class Emitter:
         # a concatenate -> (the operand a loop over its part reads, the ids of the index at
         # which that holds: the loop's own) (elementwise.py _concat_parts)
         self.concat_parts: dict = {}
-        # id(index value) -> (lo, hi, value): the value is in [lo, hi) wherever it is read
-        # (the loop of a box of index_boxes.py, and offsets of such indices)
+        # index value (LLVM) -> (lo, hi): the value is in [lo, hi) wherever it is read (the
+        # loop of a box of index_boxes.py, and offsets of such indices)
         self.index_ranges: dict = {}
         self._memo: dict = {}  # op_at's values: (op, index, block) ids -> (op, index, block, value)
         self.read_metadata = None  # LLVM metadata put on the loads of buffers (alias scopes)
@@ -161,13 +161,12 @@ class Emitter:
     def ranged_index(self, i, lo: int, hi: int):
         """i + lo, known to lie in [lo, hi) (i counts a box's loop from 0)."""
         v = self.b.add(i, self.const_i64(lo)) if lo else i
-        self.index_ranges[id(v)] = (lo, hi, v)
+        self.index_ranges[v] = (lo, hi)
         return v
 
     def index_range(self, i):
         """(lo, hi) when index value i is known to lie in [lo, hi), else None."""
-        r = self.index_ranges.get(id(i))
-        return (r[0], r[1]) if r is not None and r[2] is i else None
+        return self.index_ranges.get(i)
 
     def offset_index(self, i, c: int):
         """i + c, its range carried along when i's is known."""
@@ -176,7 +175,7 @@ class Emitter:
         v = self.b.add(i, self.const_i64(c))
         r = self.index_range(i)
         if r is not None:
-            self.index_ranges[id(v)] = (r[0] + c, r[1] + c, v)
+            self.index_ranges[v] = (r[0] + c, r[1] + c)
         return v
 
     def element_ptr(self, base, et: ElementType, linear):
