@@ -267,21 +267,16 @@ def dot_of_widened_ints(op, b):
     return [b.create("stablehlo.dot_general", narrow, [op.results[0].type], dict(op.attributes)).result]
 
 
-@P.on("stablehlo.dot_general")
-def dot_of_one_product(op, b):
-    """dot_general whose contracting dimensions all have extent 1 (an outer product, a
-    scaling by a broadcast vector: forward-mode and Hessian programs are full of them) ->
-    multiply of the operands transposed and broadcast to the result, plus +0.0 for floats
-    (the dot's sum starts from +0.0, which turns a -0.0 product into +0.0): the same single
-    product per element, where the GEMM of K = 1 materialized it, now fused into its users.
-    Operands of one type, the result that type or an exact widening of it (bf16 x bf16 ->
-    f32: the product is exact in the wider type, as the dot's)."""
+def elementwise_dot(op):
+    """A dot_general that may be rewritten into elementwise multiplies (and sums): static,
+    unquantized tensors of one integer or float type, the result that type or an exact
+    widening of it (bf16 x bf16 -> f32: each product exact in the wider type, as the dot's).
+    Returns (x, y, x's type, y's type, the result type, the operands' element type, the
+    result's, (lhs batch, rhs batch, lhs contracting, rhs contracting)), or None."""
     x, y = op.operands
     out = op.results[0].type
     tx, ty = x.type, y.type
-    if not (isinstance(tx, TensorType) and isinstance(ty, TensorType) and isinstance(out, TensorType)):
-        return None
-    if not (tx.is_static and ty.is_static and out.is_static) or tx.is_quantized or ty.is_quantized:
+    if not all(isinstance(t, TensorType) and t.is_static and not t.is_quantized for t in (tx, ty, out)):
         return None
     et, rt = tx.element_type, out.element_type
     if ty.element_type != et or getattr(et, "is_bool", False):
@@ -291,8 +286,24 @@ def dot_of_one_product(op, b):
     if rt != et and not _exact_convert(et, rt):
         return None
     dn = op.attr("dot_dimension_numbers")
-    lb, rb = list(dn["lhs_batching_dimensions"]), list(dn["rhs_batching_dimensions"])
-    lc, rc = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
+    dims = tuple(list(dn[k]) for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                                        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
+    return x, y, tx, ty, out, et, rt, dims
+
+
+@P.on("stablehlo.dot_general")
+def dot_of_one_product(op, b):
+    """dot_general whose contracting dimensions all have extent 1 (an outer product, a
+    scaling by a broadcast vector: forward-mode and Hessian programs are full of them) ->
+    multiply of the operands transposed and broadcast to the result, plus +0.0 for floats
+    (the dot's sum starts from +0.0, which turns a -0.0 product into +0.0): the same single
+    product per element, where the GEMM of K = 1 materialized it, now fused into its users.
+    Operands of one type, the result that type or an exact widening of it (bf16 x bf16 ->
+    f32: the product is exact in the wider type, as the dot's)."""
+    d = elementwise_dot(op)
+    if d is None:
+        return None
+    x, y, tx, ty, out, et, rt, (lb, rb, lc, rc) = d
     if any(tx.shape[i] != 1 for i in lc) or any(ty.shape[i] != 1 for i in rc):
         return None
     lfree = [i for i in range(tx.rank) if i not in lb and i not in lc]
