@@ -31,7 +31,7 @@ from axle.ir.core import Operation
 
 MAX_BOXES = 64  # more boxes than this (many cuts in several dimensions): one loop as before
 VECTOR = 8  # elements of a vector (f32 on AVX2) for the innermost dimension's cuts
-SCALAR_SHARE = 16
+SCALAR_SHARE = 16  # ...cut only while at most 1/16 of a row is left to scalar segments and tails
 MAX_VISITS = 4096  # (op, index map) pairs followed; a huge fused DAG is not cut
 
 
