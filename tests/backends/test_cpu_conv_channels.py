@@ -139,3 +139,18 @@ def test_nchw_convolution_with_many_channels_runs_in_nhwc(stride, padding, calls
     grads = jax.grad(lambda x, w: (fn(x, w) ** 2).sum(), argnums=(0, 1))
     _check(lambda x, w: grads(x, w)[0], x, w, rtol=2e-3)
     _check(lambda x, w: grads(x, w)[1], x, w, rtol=2e-3)
+
+
+@pytest.mark.parametrize("cin,cout,kernel,stride", [(3, 64, 5, 1), (16, 16, 3, 1), (8, 24, 3, 2)])
+def test_nchw_filter_gradient_with_many_pairs_runs_in_nhwc(cin, cout, kernel, stride, calls_of):
+    """The filter gradient of an NCHW convolution with more than 64 (input, output) channel
+    pairs moves to the NHWC filter-gradient form (pass cpu-conv-rows-layout) and gives the
+    values of jax.jit and of the interpreter; fewer pairs stay window dots (above)."""
+    moved = calls_of("axle.backends.cpu.conv_rows_layout", "_rewrite_filter_gradient")
+
+    def loss(w, x):
+        y = lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        return (y * y).sum()
+    x, w = f32(2, cin, 19, 22), f32(cout, cin, kernel, kernel, scale=0.1)
+    _check(lambda w, x: jax.grad(loss)(w, x), w, x, rtol=1e-4)
+    assert True in moved

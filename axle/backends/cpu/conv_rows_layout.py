@@ -182,6 +182,56 @@ def _rewrite_direct(op: Operation) -> bool:
     return True
 
 
+FILTER_GRAD_MIN_UNITS = 64  # (output batch x features) above which a filter gradient moves to NHWC
+
+
+def _rewrite_filter_gradient(op: Operation) -> bool:
+    """A 2-D f32 filter gradient in another layout (PyTorch's and JAX's NCHW one: the input
+    as [f, b, 0, 1], the output gradient as an [i, o, 0, 1] kernel whose window is the
+    image) -> the NHWC form ([f, 0, 1, b] x [i, 0, 1, o] -> [0, 1, b, f]: activations and
+    gradients NHWC), operands transposed there and the result back. There im2col copies
+    each tap's batch run in order; in NCHW it gathered element by element with the batch
+    innermost, or ran the window-dot kernel: measured through jax.grad, 3 -> 64 channels
+    5 x 5 2.8x faster, 16 -> 16 3 x 3 2.0x, 16 -> 64 1.6x, 32 -> 32 and 64 -> 16 1.1x.
+    Not for FILTER_GRAD_MIN_UNITS or fewer output (batch, feature) pairs: the window-dot
+    kernel is faster there (8 -> 8 3 x 3: 0.82x as NHWC)."""
+    from axle.backends.cpu.kernels_conv_general import conv_window
+    lhs, rhs = op.operands
+    res = op.results[0]
+    if not all(isinstance(v.type, TensorType) and v.type.is_static and str(v.type.element_type) == "f32"
+               for v in (lhs, rhs, res)) or 0 in res.type.shape or 0 in lhs.type.shape:
+        return False
+    dn = op.attributes.get("dimension_numbers")
+    if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
+        return False
+    _, _, ldil, _, rev, fgc, bgc = conv_window(op)
+    if fgc != 1 or bgc != 1 or any(d != 1 for d in ldil) or any(rev):
+        return False
+    kt, ot = rhs.type, res.type
+    window = kt.shape[dn.kernel_spatial_dimensions[0]] * kt.shape[dn.kernel_spatial_dimensions[1]]
+    out_px = ot.shape[dn.output_spatial_dimensions[0]] * ot.shape[dn.output_spatial_dimensions[1]]
+    units = ot.shape[dn.output_batch_dimension] * ot.shape[dn.output_feature_dimension]
+    if out_px >= window or units <= FILTER_GRAD_MIN_UNITS:
+        return False  # not a filter gradient's shape (the window is the image), or few pairs
+    in_perm = [dn.input_feature_dimension, *dn.input_spatial_dimensions, dn.input_batch_dimension]
+    k_perm = [dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions, dn.kernel_output_feature_dimension]
+    out_perm = [*dn.output_spatial_dimensions, dn.output_batch_dimension, dn.output_feature_dimension]
+    if in_perm == [0, 1, 2, 3] and k_perm == [0, 1, 2, 3] and out_perm == [0, 1, 2, 3]:
+        return False  # the NHWC form already
+    new_dn = A.ConvDimensionNumbersAttr(3, 0, (1, 2), 0, 3, (1, 2), 2, 3, (0, 1))
+    b = Builder.before(op)
+    x = lhs if in_perm == [0, 1, 2, 3] else _transpose(b, lhs, in_perm)
+    w = rhs if k_perm == [0, 1, 2, 3] else _transpose(b, rhs, k_perm)
+    out_t = TensorType(tuple(ot.shape[p] for p in out_perm), ot.element_type)
+    attrs = dict(op.attributes)
+    attrs["dimension_numbers"] = new_dn
+    conv = b.create("stablehlo.convolution", [x, w], [out_t], attrs, regions=[])
+    out = conv.result if out_perm == [0, 1, 2, 3] else _transpose(b, conv.result, [out_perm.index(d) for d in range(4)])
+    res.replace_all_uses_with(out)
+    op.erase()
+    return True
+
+
 class CpuConvRowsLayout(Pass):
     """Pass 'cpu-conv-rows-layout' (see the module docstring)."""
 
@@ -193,5 +243,5 @@ class CpuConvRowsLayout(Pass):
             two_d = _as_2d(op)
             if two_d is not None:
                 op, changed = two_d, True
-            changed = (_rewrite(op) or _rewrite_direct(op)) or changed
+            changed = (_rewrite(op) or _rewrite_direct(op) or _rewrite_filter_gradient(op)) or changed
         return changed
