@@ -168,7 +168,16 @@ def _rewrite_direct(op: Operation) -> bool:
     out_perm = [dn.output_batch_dimension, *dn.output_spatial_dimensions, dn.output_feature_dimension]
     if in_perm == [0, 1, 2, 3] and k_perm == [0, 1, 2, 3] and out_perm == [0, 1, 2, 3]:
         return False  # NHWC x HWIO already
-    new_dn = A.ConvDimensionNumbersAttr(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2))
+    _relayout(op, in_perm, k_perm, out_perm, A.ConvDimensionNumbersAttr(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2)))
+    return True
+
+
+def _relayout(op: Operation, in_perm: list, k_perm: list, out_perm: list, new_dn) -> None:
+    """Replace 2-D convolution op by the one on its operands transposed by in_perm and
+    k_perm, with dimension numbers new_dn, whose result (op's transposed by out_perm) is
+    transposed back."""
+    lhs, rhs = op.operands
+    res = op.results[0]
     b = Builder.before(op)
     x = lhs if in_perm == [0, 1, 2, 3] else _transpose(b, lhs, in_perm)
     w = rhs if k_perm == [0, 1, 2, 3] else _transpose(b, rhs, k_perm)
@@ -179,7 +188,6 @@ def _rewrite_direct(op: Operation) -> bool:
     out = conv.result if out_perm == [0, 1, 2, 3] else _transpose(b, conv.result, [out_perm.index(d) for d in range(4)])
     res.replace_all_uses_with(out)
     op.erase()
-    return True
 
 
 FILTER_GRAD_MIN_UNITS = 64  # (output batch x features) above which a filter gradient moves to NHWC
@@ -218,17 +226,7 @@ def _rewrite_filter_gradient(op: Operation) -> bool:
     out_perm = [*dn.output_spatial_dimensions, dn.output_batch_dimension, dn.output_feature_dimension]
     if in_perm == [0, 1, 2, 3] and k_perm == [0, 1, 2, 3] and out_perm == [0, 1, 2, 3]:
         return False  # the NHWC form already
-    new_dn = A.ConvDimensionNumbersAttr(3, 0, (1, 2), 0, 3, (1, 2), 2, 3, (0, 1))
-    b = Builder.before(op)
-    x = lhs if in_perm == [0, 1, 2, 3] else _transpose(b, lhs, in_perm)
-    w = rhs if k_perm == [0, 1, 2, 3] else _transpose(b, rhs, k_perm)
-    out_t = TensorType(tuple(ot.shape[p] for p in out_perm), ot.element_type)
-    attrs = dict(op.attributes)
-    attrs["dimension_numbers"] = new_dn
-    conv = b.create("stablehlo.convolution", [x, w], [out_t], attrs, regions=[])
-    out = conv.result if out_perm == [0, 1, 2, 3] else _transpose(b, conv.result, [out_perm.index(d) for d in range(4)])
-    res.replace_all_uses_with(out)
-    op.erase()
+    _relayout(op, in_perm, k_perm, out_perm, A.ConvDimensionNumbersAttr(3, 0, (1, 2), 0, 3, (1, 2), 2, 3, (0, 1)))
     return True
 
 
