@@ -64,6 +64,11 @@ def plan_for(op: Operation) -> Plan:
         raise Unsupported(f"{op.where()}: {e}") from None
 
 
+def _largest(plan: Plan) -> int:
+    """Elements of the plan's largest per-batch array (0 without any)."""
+    return max([a.size for a in plan.arrays if a.per_batch] or [0])
+
+
 def symbol(plan: Plan) -> str:
     return symbol_name(plan.routine)
 
@@ -232,7 +237,7 @@ def emit_lapack(ctx: Context, op: Operation) -> None:
     blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
     from axle.backends.cpu.parallel import max_threads
     workspace = sum(max(a.size, 1) * a.dtype.itemsize for a in plan.arrays if not a.per_batch)
-    largest = max([a.size for a in plan.arrays if a.per_batch] or [0])
+    largest = _largest(plan)
     # tiny matrices stay on one thread: OpenBLAS's per-call setup then costs more than the
     # routine, and calls on two threads at once contend in it (4 x 4 solves ran 1.5x slower)
     parallel = PARALLEL_BATCH and plan.batch > 1 and largest >= PER_ELEMENT_MIN_SIZE \
@@ -357,7 +362,7 @@ def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict, slots
                         _copy_out(ctx, bases[a.name], op.results[a.result], a.shape, ranks[a.name], bi)
         em.for_range_dynamic(lo, hi, one)
     # about n^3 operations per element (n^2 the largest per-element array)
-    largest = max([a.size for a in plan.arrays if a.per_batch] or [1])
+    largest = max(_largest(plan), 1)
     work = plan.batch * largest * max(1, int(largest ** 0.5)) if slots > 1 else 0
     split_ranges(ctx, plan.batch, work, run, max_threads=slots)
 
