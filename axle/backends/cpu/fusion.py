@@ -149,6 +149,15 @@ def _same_index(u: Operation, v) -> bool:
     return is_elementwise(u)
 
 
+def _users(ops: list) -> dict:
+    """value -> the ops of `ops` reading it (in order)."""
+    users: dict = {}
+    for op in ops:
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    return users
+
+
 def _shared_in_one_loop(ops: list, want: set, shared: list) -> None:
     """Take back the buffers of `shared` values whose readers all compute, element for
     element (same-shaped elementwise ops, through more of them), the same materialized
@@ -156,10 +165,7 @@ def _shared_in_one_loop(ops: list, want: set, shared: list) -> None:
     (Emitter.op_at's memo) however many readers it has. A DAG of elementwise ops (the
     rounds of threefry, x + f(x)) becomes one loop instead of a buffer per shared node.
     Fused chains are kept at most MAX_FUSION_DEPTH long as before."""
-    users: dict = {}
-    for op in ops:
-        for v in op.operands:
-            users.setdefault(v, []).append(op)
+    users = _users(ops)
     root: dict = {}
 
     def root_of(v):
@@ -319,10 +325,7 @@ def _strided_rows(ops: list, plans: dict, want: set, block: Block) -> set:
     its strided gathers, and the index arithmetic of the moves after it (Transformer-XL's
     pad / reshape / slice relative shift), in every pass. Each such transpose, through the
     moves after it, gets a buffer: one strided pass writes the rows contiguous."""
-    users: dict = {}
-    for op in ops:
-        for v in op.operands:
-            users.setdefault(v, []).append(op)
+    users = _users(ops)
     out: set = set()
     for host, rf in plans.items():
         if not rf.reductions or int(np.prod(_ty(host.results[0]).shape[rf.rows:])) < STRIDED_ROW_MIN:
