@@ -68,6 +68,21 @@ def test_top_level_layouts(mode, spec, m, n, k):
         assert "lowp.f32_avx2" in _libraries(exe)
 
 
+def test_large_transposed_lhs_is_packed(mode):
+    """x^T @ dy with a large [K, M] lhs and many panels: packed to [M, K] by register
+    transposes (kernels_dot_lowp.PACK_T_MIN_BYTES; read in place, every panel would walk
+    the whole lhs a cache set at a time), M and K tails included; fewer columns keep it in place."""
+    from axle.backends.cpu.kernels_dot_lowp import PACK_T_MIN_BYTES, PACK_T_MIN_N
+    m, k = 520, 1030
+    assert m * k * 4 >= PACK_T_MIN_BYTES
+    for n, packed in ((PACK_T_MIN_N + 4, True), (PACK_T_MIN_N - 56, False)):
+        a, b = _operands("km,kn->mn", dict(m=m, n=n, k=k), n)
+        exe = _compile(lambda x, y: x.T @ y, a, b)
+        _check(exe.execute([a, b])[0], "km,kn->mn", a, b)
+        if mode == "native" and NATIVE:
+            assert (exe.program.arena_bytes >= m * k * 4) == packed
+
+
 BATCHED = [("bmk,bkn->bmn", dict(b=3, m=37, k=70, n=45)), ("bmk,bnk->bmn", dict(b=2, m=64, k=96, n=130)),
            ("bkm,bkn->bmn", dict(b=3, m=40, k=33, n=64)), ("bhqd,bhkd->bhqk", dict(b=2, h=3, q=24, k=40, d=16)),
            ("bhqk,bhkd->bhqd", dict(b=2, h=3, q=24, k=40, d=64)), ("bmk,kn->bmn", dict(b=4, m=10, k=50, n=70)),

@@ -156,6 +156,20 @@ def _fn(ctx, name: str, args: list):
     return ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), args), name)
 
 
+# An f32 lhs stored [K, M] (weight gradients x^T @ dy) of at least this many bytes, under
+# at least PACK_T_MIN_N columns, is packed to [M, K] (16 x 16 register transposes) rather
+# than read in place: every panel of 32 columns reads the whole lhs, each k of a tile in
+# another line, rows M x 4 bytes apart, a power of two in transformer shapes (every k in one
+# cache set). 4096 tokens x 1024 -> 1024: 217 -> 104 ms (XLA 105-117); with few panels the
+# copy costs more than it saves (4096 x 1000 -> 48: 5.6 -> 8.4 ms packed).
+PACK_T_MIN_BYTES = 2 << 20
+PACK_T_MIN_N = 256
+
+
+def _pack_rows(kind: str, m: int, n: int, k: int) -> bool:
+    return kind == "f32" and m * k * 4 >= PACK_T_MIN_BYTES and n >= PACK_T_MIN_N
+
+
 def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     from axle.backends.cpu.lowp_runtime import GEOMETRY, GROUP_MIN_BYTES, GROUP_PANELS, KINDS, register
     from axle.backends.cpu.parallel import split_ranges
@@ -173,7 +187,7 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     a_bytes = mpad * kg * 4
     token = object()
     # f32: the lhs is read in place through its strides ([M, K] or [K, M]); others packed
-    unpacked_lhs = kind in ("f32", "f32_avx2") and (sa_k == 1 or sa_m == 1)
+    unpacked_lhs = kind in ("f32", "f32_avx2") and (sa_k == 1 or (sa_m == 1 and not _pack_rows(kind, m, n, k)))
     ap_ref = None if unpacked_lhs else ctx.temp_ref(TensorType((batch * a_bytes,), element_type("i8")), token)
     pack_a = _fn(ctx, f"axle_lowp_{kind}_pack_a", [P8, I64, I64, I64, I64, P8, I64])
     panels = _fn(ctx, f"axle_lowp_{kind}_panels", [P8, P8, I64, I64, P8] + [I64] * 11)

@@ -169,6 +169,37 @@ def _gep(b, ptr, elem_t, index):
     return b.gep(b.bitcast(ptr, elem_t.as_pointer()), [index])
 
 
+def _vname(vt) -> str:
+    t = vt.element
+    return f"v{vt.count}" + ("f32" if isinstance(t, ir.FloatType) else f"i{t.width}")
+
+
+def _lanes_below(b, first: int, count: int, limit):
+    """<count x i1>: lane i set where first + i < limit (an i64)."""
+    lanes = ir.Constant(ir.VectorType(I64, count), list(range(first, first + count)))
+    lim = b.insert_element(ir.Constant(ir.VectorType(I64, count), None), limit, _c(0, I32))
+    lim = b.shuffle_vector(lim, ir.Constant(ir.VectorType(I64, count), None),
+                           ir.Constant(ir.VectorType(I32, count), [0] * count))
+    return b.icmp_signed("<", lanes, lim)
+
+
+def _masked_load(b, ptr, vt, mask, align=4):
+    """Lanes of vt at ptr where mask is set, zero elsewhere (the others are not read)."""
+    name = f"llvm.masked.load.{_vname(vt)}.p0"
+    fn = b.module.globals.get(name) or ir.Function(
+        b.module, ir.FunctionType(vt, [P, I32, mask.type, vt]), name)
+    return b.call(fn, [b.bitcast(ptr, P), _c(align, I32), mask, ir.Constant(vt, None)])
+
+
+def _masked_store(b, value, ptr, mask, align=4):
+    """Store the lanes of value where mask is set (the others are not written)."""
+    vt = value.type
+    name = f"llvm.masked.store.{_vname(vt)}.p0"
+    fn = b.module.globals.get(name) or ir.Function(
+        b.module, ir.FunctionType(ir.VoidType(), [vt, P, I32, mask.type]), name)
+    b.call(fn, [value, b.bitcast(ptr, P), _c(align, I32), mask])
+
+
 def _pack_a(mod, kind):
     """pack_a(A, sa_m, sa_k, M, K, Ap, flip): Ap[Mpad][KG] words of G elements, rows past M
     and k past K zero; flip: vnni: xor each element with 0x80 (signed int8 -> unsigned);
@@ -239,13 +270,13 @@ def _panels(mod, kind):
                      f"axle_lowp_{kind}_panels")
     ap, bsrc, sbk, sbn, c, ldc, m, n, k, p0, p1, flip, lda, t0, t1, ldk = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    # the packed block (KB groups x 32 words) and an 8 x 32 tile for partial stores
+    # the packed block (KB groups x 32 words) and the vnni column sums
     slots = []
-    for words in (KB * nr, mr * nr, nr):
+    for words in (KB * nr, nr):
         s_ = b.alloca(ir.ArrayType(I32, words))
         s_.align = 64
         slots.append(b.bitcast(s_, P))
-    bp, tile, csum = slots
+    bp, csum = slots
     fscale = ir.Constant(V16I32, None)
     if kind == "vnni":
         f128 = b.trunc(b.mul(flip, _c(128)), I32)
@@ -292,19 +323,19 @@ def _panels(mod, kind):
                                        b.icmp_signed(">=", m, _c(DIRECT_M_AVX2)))))
         with b.if_else(grouped) as (yes, no):
             with yes:
-                _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc, m, n, kg_all, p0, npan,
+                _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, csum, c, ldc, m, n, kg_all, p0, npan,
                                 t0, t1, lda, ldk, fscale, keep)
             with no:
-                _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1,
+                _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, csum, c, ldc, m, n, k, kg_all, p0, p1,
                             t0, t1, lda, ldk, fscale, keep)
     else:
-        _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1,
+        _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, csum, c, ldc, m, n, k, kg_all, p0, p1,
                     t0, t1, lda, ldk, fscale, keep, dp)
     b.ret_void()
     return fn
 
 
-def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0, ncols,
+def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0, ng, t0, t1, col0, ncols,
                full_n, first, fscale, ldk):
     """The row tiles t0 <= t < t1 of one panel over one packed block. f32 on AVX2: the
     last rows of C, fewer than a tile, by a tile of that many rows (8 rows: a 6-row and a
@@ -317,10 +348,10 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, ld
         t_end = b.select(b.icmp_signed("<", t1, whole), t1, whole)
         t_end = b.select(b.icmp_signed("<", t_end, t0), t0, t_end)
 
-    def tiles(t, rows=None):
+    def tiles(t, rows=None, half=False, m_=m):
         def tile_(ldk_):
-            _tile(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
-                  full_n, first, fscale, ldk_, rows)
+            _tile(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m_, lda, g0, ng, t, col0, ncols,
+                  full_n, first, fscale, ldk_, rows, half)
         if kind in F32_KINDS:  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
             with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
                 with unit:
@@ -329,8 +360,19 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, ld
                     tile_(ldk)
         else:
             tile_(None)
-    with _Loop(b, t0, t_end, "t") as t:
-        tiles(t)
+    # a last panel of at most one vector of columns: tiles of one vector x two tiles' rows
+    # (the other vector would be padding; one vector of 8 rows is too few accumulators),
+    # masked at the end of this call's tiles (the next ones may be another thread's)
+    with b.if_else(b.icmp_signed("<=", ncols, _c(GEOMETRY[kind][2]))) as (narrow, wide):
+        with narrow:
+            pairs = b.udiv(b.add(b.sub(t_end, t0), _c(1)), _c(2))
+            m_end = b.mul(t_end, _c(mr))
+            m_end = b.select(b.icmp_signed("<", m_end, m), m_end, m)
+            with _Loop(b, _c(0), b.select(b.icmp_signed(">", t_end, t0), pairs, _c(0)), "t2") as u:
+                tiles(b.add(t0, b.mul(u, _c(2))), 2 * mr, True, m_end)
+        with wide:
+            with _Loop(b, t0, t_end, "t") as t:
+                tiles(t)
     if exact:  # the last partial tile, when it is one of t0 .. t1 - 1
         left = b.sub(m, b.mul(t_end, _c(mr)))
         with b.if_then(b.and_(b.icmp_signed("<", t_end, t1), b.icmp_signed(">", left, _c(0)))):
@@ -339,7 +381,7 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, ld
                     tiles(t_end, r)
 
 
-def _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc, m, n, kg_all, p0, npan, t0, t1,
+def _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, csum, c, ldc, m, n, kg_all, p0, npan, t0, t1,
                     lda, ldk, fscale, keep):
     """The whole panels p0 <= p < p0 + npan of a row-major f32 rhs: per block of GROUP_KB
     rows of k, every panel packed (row by row across the panels: contiguous reads), then
@@ -360,11 +402,11 @@ def _grouped_panels(b, kind, dot, zero, ap, bsrc, sbk, gbuf, tile, csum, c, ldc,
         with _Loop(b, _c(0), npan, "gt") as pi:
             col0 = b.add(col_first, b.mul(pi, _c(nr)))
             bbase = b.bitcast(_gep(b, gbuf, I32, b.mul(pi, _c(GROUP_KB * nr))), P)
-            _lhs_tiles(b, kind, dot, zero, ap, bbase, _c(nr), tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
+            _lhs_tiles(b, kind, dot, zero, ap, bbase, _c(nr), csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
                        b.sub(n, col0), ir.Constant(ir.IntType(1), 1), _first(b, kb, keep), fscale, ldk)
 
 
-def _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, m, n, k, kg_all, p0, p1, t0, t1,
+def _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, csum, c, ldc, m, n, k, kg_all, p0, p1, t0, t1,
                 lda, ldk, fscale, keep, dp=None):
     """Panel by panel: per block of KB groups of k, the panel packed (or read in place),
     then its row tiles."""
@@ -403,7 +445,7 @@ def _each_panel(b, kind, dot, zero, ap, bsrc, sbk, sbn, bp, tile, csum, c, ldc, 
                     old1 = b.select(first, s1, old1)
                     b.store(b.call(dp, [old0, ones, v0]), b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4)
                     b.store(b.call(dp, [old1, ones, v1]), b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4)
-            _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, tile, csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
+            _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0, ng, t0, t1, col0,
                        ncols, full_n, _first(b, kb, keep), fscale, ldk)
 
 
@@ -416,17 +458,32 @@ def _pack_panel(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, k):
     """Pack groups [g0, g0 + ng) of the panel at column col0 into bp (ng x NR words)."""
     g, et, _ = KINDS[kind]
     nr = GEOMETRY[kind][1]
-    fast = b.and_(full_n, b.and_(b.icmp_signed("==", sbn, _c(1)),
-                                 b.icmp_signed("<=", b.mul(b.add(g0, ng), _c(g)), k)))
-    with b.if_else(fast) as (vec, scalar):
-        with vec:  # row-major rhs, whole panel: G rows of NR elements, interleaved
-            vrow = ir.VectorType(et, nr)
+    rowmajor = b.and_(b.icmp_signed("==", sbn, _c(1)), b.icmp_signed("<=", b.mul(b.add(g0, ng), _c(g)), k))
+    vrow = ir.VectorType(et, nr)
+
+    def rows_of(q, mask):
+        rows = []
+        for j in range(g):
+            kk = b.add(b.mul(b.add(g0, q), _c(g)), _c(j))
+            ptr = _gep(b, bsrc, et, b.add(b.mul(kk, sbk), col0))
+            rows.append(b.load(b.bitcast(ptr, vrow.as_pointer()), align=1) if mask is None
+                        else _masked_load(b, ptr, vrow, mask, align=1))
+        return rows
+    with b.if_else(rowmajor) as (vec, scalar):
+        with vec:  # row-major rhs: G rows of NR elements (at the edge: the columns before N), interleaved
+            mask = _lanes_below(b, 0, nr, ncols)
             with _Loop(b, _c(0), ng, "vq") as q:
+                with b.if_else(full_n) as (whole, edge):
+                    with whole:
+                        r_whole, bb_whole = rows_of(q, None), b.block
+                    with edge:
+                        r_edge, bb_edge = rows_of(q, mask), b.block
                 rows = []
-                for j in range(g):
-                    kk = b.add(b.mul(b.add(g0, q), _c(g)), _c(j))
-                    ptr = _gep(b, bsrc, et, b.add(b.mul(kk, sbk), col0))
-                    rows.append(b.load(b.bitcast(ptr, vrow.as_pointer()), align=1))
+                for x, y in zip(r_whole, r_edge):
+                    ph = b.phi(vrow)
+                    ph.add_incoming(x, bb_whole)
+                    ph.add_incoming(y, bb_edge)
+                    rows.append(ph)
                 if kind in PACKED:  # rows widened (an int8 rhs is signed)
                     rows = [_widen(b, kind, x) for x in rows]
                 if g == 1:
@@ -469,34 +526,25 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
                     b.store(x, _gep(b, bp, pt, b.add(b.mul(b.add(b.mul(q, _c(nr)), col), _c(g)), j)))
 
 
-def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, first,
-          fscale, ldk=None, rows=None):
+def _tile(b, kind, dot, zero, ap, bp, bstride, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, first,
+          fscale, ldk=None, rows=None, half=False):
     """One MR x NR tile of C over the packed block: the k loop from zero, the sums stored
     (`first`) or added to C.
     With `rows` (< MR): the tile of the last rows of C, that many (row tile t still
-    starts at row MR t)."""
+    starts at row MR t). With `half`: only the first vector of columns (a last panel of at
+    most that many columns: the other half would be padding)."""
     _, _, vt = KINDS[kind]
     geometry_rows, nr, lanes = GEOMETRY[kind]
     mr = rows or geometry_rows
-    nv = nr // lanes  # vectors in a row of the tile
+    nv = 1 if half else nr // lanes  # vectors in a row of the tile
     bv = ir.VectorType(I32, lanes)
     row0 = b.mul(t, _c(geometry_rows))
-    full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(mr)), m))
+    full = b.and_(b.icmp_signed(">=", ncols, _c(nv * lanes)) if half else full_n,
+                  b.icmp_signed("<=", b.add(row0, _c(mr)), m))
     vp = vt.as_pointer()
-    # partial tiles go through `tile`: load the valid part of C there (later k blocks)
-    with b.if_then(b.not_(full)):
-        with _Loop(b, _c(0), _c(mr), "ir") as r:
-            with _Loop(b, _c(0), _c(nr), "ic") as col:
-                ok = b.and_(b.not_(first), b.and_(b.icmp_signed("<", b.add(row0, r), m),
-                                                  b.icmp_signed("<", col, ncols)))
-                idx = b.add(b.mul(b.select(ok, b.add(row0, r), _c(0)), ldc), b.select(ok, b.add(col0, col), _c(0)))
-                x = b.select(ok, b.load(_gep(b, c, I32, idx)), _c(0, I32))
-                b.store(x, _gep(b, tile, I32, b.add(b.mul(r, _c(nr)), col)))
 
-    def where(r, half):  # pointer to the lanes (r, half) of the tile in C or in `tile`
-        in_c = _gep(b, c, I32, b.add(b.mul(b.add(row0, _c(r)), ldc), b.add(col0, _c(lanes * half))))
-        in_t = _gep(b, tile, I32, _c(r * nr + lanes * half))
-        return b.bitcast(b.select(full, b.bitcast(in_c, P), b.bitcast(in_t, P)), vp)
+    def where(r, half):  # pointer to the lanes (r, half) of the tile in C (not dereferenced past M / N)
+        return b.bitcast(_gep(b, c, I32, b.add(b.mul(b.add(row0, _c(r)), ldc), b.add(col0, _c(lanes * half)))), vp)
     # every block of k is summed from zero and then added to C (the sums of a long k are
     # two-level: a block's chain of at most KB products, then one addition per block)
     accs = [zero] * (mr * nv)
@@ -538,25 +586,30 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, tile, csum, c, ldc, m, kg_all, g0
     if kind == "vnni":  # subtract 128 x this block's column sums (fscale 0 when unflipped)
         c0 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4), fscale)
         c1 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4), fscale)
-        outs = [b.sub(v, c0 if i % 2 == 0 else c1) for i, v in enumerate(outs)]
+        outs = [b.sub(v, c0 if i % nv == 0 else c1) for i, v in enumerate(outs)]
     add = b.fadd if isinstance(vt.element, ir.FloatType) else b.add
-    with b.if_else(first) as (store, accumulate):  # (C is read only when added to)
-        with store:
+    with b.if_else(full) as (whole, part):
+        with whole:
+            with b.if_else(first) as (store, accumulate):  # (C is read only when added to)
+                with store:
+                    for r in range(mr):
+                        for h in range(nv):
+                            b.store(outs[nv * r + h], where(r, h), align=4)
+                with accumulate:
+                    for r in range(mr):
+                        for h in range(nv):
+                            ptr = where(r, h)
+                            b.store(add(b.load(ptr, align=4), outs[nv * r + h]), ptr, align=4)
+        with part:  # rows past M, columns past N: masked lanes, neither read nor written
+            cols = [_lanes_below(b, lanes * h, lanes, ncols) for h in range(nv)]
             for r in range(mr):
+                in_m = b.icmp_signed("<", b.add(row0, _c(r)), m)
                 for h in range(nv):
-                    b.store(outs[nv * r + h], where(r, h), align=4)
-        with accumulate:
-            for r in range(mr):
-                for h in range(nv):
+                    mask = b.select(in_m, cols[h], ir.Constant(cols[h].type, None))
                     ptr = where(r, h)
-                    b.store(add(b.load(ptr, align=4), outs[nv * r + h]), ptr, align=4)
-    with b.if_then(b.not_(full)):
-        with _Loop(b, _c(0), _c(mr), "or") as r:
-            with _Loop(b, _c(0), _c(nr), "oc") as col:
-                ok = b.and_(b.icmp_signed("<", b.add(row0, r), m), b.icmp_signed("<", col, ncols))
-                with b.if_then(ok):
-                    x = b.load(_gep(b, tile, I32, b.add(b.mul(r, _c(nr)), col)))
-                    b.store(x, _gep(b, c, I32, b.add(b.mul(b.add(row0, r), ldc), b.add(col0, col))))
+                    old = _masked_load(b, ptr, vt, mask)
+                    val = b.select(first, outs[nv * r + h], add(old, outs[nv * r + h]))
+                    _masked_store(b, val, ptr, mask)
 
 
 _LOCK = threading.RLock()
