@@ -348,10 +348,10 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0,
         t_end = b.select(b.icmp_signed("<", t1, whole), t1, whole)
         t_end = b.select(b.icmp_signed("<", t_end, t0), t0, t_end)
 
-    def tiles(t, rows=None, half=False, m_=m):
+    def tiles(t, rows=None):
         def tile_(ldk_):
-            _tile(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m_, lda, g0, ng, t, col0, ncols,
-                  full_n, first, fscale, ldk_, rows, half)
+            _tile(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
+                  full_n, first, fscale, ldk_, rows)
         if kind in F32_KINDS:  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
             with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
                 with unit:
@@ -360,19 +360,8 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0,
                     tile_(ldk)
         else:
             tile_(None)
-    # a last panel of at most one vector of columns: tiles of one vector x two tiles' rows
-    # (the other vector would be padding; one vector of 8 rows is too few accumulators),
-    # masked at the end of this call's tiles (the next ones may be another thread's)
-    with b.if_else(b.icmp_signed("<=", ncols, _c(GEOMETRY[kind][2]))) as (narrow, wide):
-        with narrow:
-            pairs = b.udiv(b.add(b.sub(t_end, t0), _c(1)), _c(2))
-            m_end = b.mul(t_end, _c(mr))
-            m_end = b.select(b.icmp_signed("<", m_end, m), m_end, m)
-            with _Loop(b, _c(0), b.select(b.icmp_signed(">", t_end, t0), pairs, _c(0)), "t2") as u:
-                tiles(b.add(t0, b.mul(u, _c(2))), 2 * mr, True, m_end)
-        with wide:
-            with _Loop(b, t0, t_end, "t") as t:
-                tiles(t)
+    with _Loop(b, t0, t_end, "t") as t:
+        tiles(t)
     if exact:  # the last partial tile, when it is one of t0 .. t1 - 1
         left = b.sub(m, b.mul(t_end, _c(mr)))
         with b.if_then(b.and_(b.icmp_signed("<", t_end, t1), b.icmp_signed(">", left, _c(0)))):
@@ -527,20 +516,18 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
 
 
 def _tile(b, kind, dot, zero, ap, bp, bstride, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, first,
-          fscale, ldk=None, rows=None, half=False):
+          fscale, ldk=None, rows=None):
     """One MR x NR tile of C over the packed block: the k loop from zero, the sums stored
     (`first`) or added to C.
     With `rows` (< MR): the tile of the last rows of C, that many (row tile t still
-    starts at row MR t). With `half`: only the first vector of columns (a last panel of at
-    most that many columns: the other half would be padding)."""
+    starts at row MR t)."""
     _, _, vt = KINDS[kind]
     geometry_rows, nr, lanes = GEOMETRY[kind]
     mr = rows or geometry_rows
-    nv = 1 if half else nr // lanes  # vectors in a row of the tile
+    nv = nr // lanes  # vectors in a row of the tile
     bv = ir.VectorType(I32, lanes)
     row0 = b.mul(t, _c(geometry_rows))
-    full = b.and_(b.icmp_signed(">=", ncols, _c(nv * lanes)) if half else full_n,
-                  b.icmp_signed("<=", b.add(row0, _c(mr)), m))
+    full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(mr)), m))
     vp = vt.as_pointer()
 
     def where(r, half):  # pointer to the lanes (r, half) of the tile in C (not dereferenced past M / N)
@@ -586,7 +573,7 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, csum, c, ldc, m, kg_all, g0, ng, 
     if kind == "vnni":  # subtract 128 x this block's column sums (fscale 0 when unflipped)
         c0 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4), fscale)
         c1 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4), fscale)
-        outs = [b.sub(v, c0 if i % nv == 0 else c1) for i, v in enumerate(outs)]
+        outs = [b.sub(v, c0 if i % 2 == 0 else c1) for i, v in enumerate(outs)]
     add = b.fadd if isinstance(vt.element, ir.FloatType) else b.add
     with b.if_else(full) as (whole, part):
         with whole:
