@@ -83,6 +83,27 @@ def test_large_transposed_lhs_is_packed(mode):
             assert (exe.program.arena_bytes >= m * k * 4) == packed
 
 
+OUTER_K = [("etd,edf->tf", dict(e=4, t=70, d=96, f=40), True), ("etd,efd->tf", dict(e=3, t=33, d=130, f=64), True),
+           ("dte,def->tf", dict(e=5, t=40, d=3, f=48), False), ("betd,bedf->btf", dict(b=2, e=3, t=24, d=80, f=36), True),
+           ("xtey,xeyf->tf", dict(x=2, t=17, e=3, y=70, f=33), True), ("etd,edf->tf", dict(e=2, t=9, d=16, f=32), False),
+           ("edt,efd->tf", dict(e=3, d=72, t=20, f=40), True)]
+
+
+@pytest.mark.parametrize("spec,sizes,kernel", OUTER_K)
+def test_contracting_pairs_outside_one_run(mode, spec, sizes, kernel):
+    """Contracting dimensions that are not one strided run in both operands (the dense form
+    of lax.ragged_dot: "etd,edf->tf"): the longest run is the kernel's K, the other pairs
+    loops whose products add into C; too short a run (16, or 5) goes elsewhere."""
+    a, b = _operands(spec, sizes, sum(sizes.values()))
+    fn = lambda x, y: jnp.einsum(spec, x, y)  # noqa: E731
+    exe = _compile(fn, a, b)
+    _check(exe.execute([a, b])[0], spec, a, b)
+    if mode == "native" and NATIVE:
+        assert ("lowp.f32" in _libraries(exe)) == kernel
+    looped = _compile(lambda x, y: jax.lax.fori_loop(0, 2, lambda i, c: c + fn(x, y), jnp.zeros_like(fn(x, y))), a, b)
+    _check(looped.execute([a, b])[0], spec, a, b, times=2)
+
+
 BATCHED = [("bmk,bkn->bmn", dict(b=3, m=37, k=70, n=45)), ("bmk,bnk->bmn", dict(b=2, m=64, k=96, n=130)),
            ("bkm,bkn->bmn", dict(b=3, m=40, k=33, n=64)), ("bhqd,bhkd->bhqk", dict(b=2, h=3, q=24, k=40, d=16)),
            ("bhqk,bhkd->bhqd", dict(b=2, h=3, q=24, k=40, d=64)), ("bmk,kn->bmn", dict(b=4, m=10, k=50, n=70)),

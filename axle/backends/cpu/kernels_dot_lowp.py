@@ -107,8 +107,14 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
         return None
     if min(batch, m, n, k) < 1 or m * n * k < MIN_WORK or max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return None
-    strides = [0, run_stride(lt, d.lfree), run_stride(lt, d.lc), 0, run_stride(rt, d.rc), run_stride(rt, d.rfree)]
-    if any(s is None for s in strides):
+    lc, rc, outer_k = list(d.lc), list(d.rc), []
+    if kind[0] in ("f32", "f32_avx2"):  # contracting pairs outside one run: loops accumulating into C
+        lc, rc, outer_k = _outer_contracting(lt, rt, lc, rc)
+        k = prod(lt, lc)
+    strides = [0, run_stride(lt, d.lfree), run_stride(lt, lc), 0, run_stride(rt, rc), run_stride(rt, d.rfree)]
+    if any(s is None for s in strides) or outer_k and strides[1] != 1 and strides[2] != 1:
+        return None  # (with outer loops the lhs must be read in place: [M, K] or [K, M])
+    if outer_k and (k < MIN_OUTER_K or kind[0] == "f32" and strides[1] == 1 and _pack_rows("f32", m, n, k)):
         return None
     if kind[0] == "f32" and n < NR_F32:
         return None
@@ -116,7 +122,38 @@ def lowp_plan(op: Operation, ctx=None) -> Optional[dict]:
                                   and strides[5] != 1):
         return None  # a row-major rhs, or one stored [N, K] (packed by 16 x 16 transposes)
     return dict(kind=kind[0], flip=kind[1], batch=batch, m=m, n=n, k=k, strides=strides,
-                batch_dims=_batch_dims(lt, rt, d.lb, d.rb))
+                batch_dims=_batch_dims(lt, rt, d.lb, d.rb), outer_k=outer_k)
+
+
+MIN_OUTER_K = 64  # the inner contracting run under loops over the others (shorter: C reloaded too often)
+
+
+def _outer_contracting(lt: TensorType, rt: TensorType, lc: list, rc: list):
+    """(inner lhs pairs, inner rhs pairs, [(extent, lhs stride, rhs stride)] of the outer
+    ones): the longest tail of the contracting pairs that forms one strided run in both
+    operands, the pairs before it looped over, each step's product added to C (an einsum
+    "etd,edf->tf", the dense form of lax.ragged_dot). No loops when every pair is in the run."""
+    def strides(t):
+        out = [1] * t.rank
+        for i in range(t.rank - 2, -1, -1):
+            out[i] = out[i + 1] * t.shape[i + 1]
+        return out
+    if run_stride(lt, lc) is not None and run_stride(rt, rc) is not None:
+        return lc, rc, []
+    ls, rs = strides(lt), strides(rt)
+    best = None
+    pairs = list(zip(lc, rc))  # in the given order, and innermost last in either operand
+    for order in (pairs, sorted(pairs, key=lambda p: -ls[p[0]]), sorted(pairs, key=lambda p: -rs[p[1]])):
+        for cut in range(1, len(order)):
+            il, ir_ = [a for a, _ in order[cut:]], [b for _, b in order[cut:]]
+            if run_stride(lt, il) is not None and run_stride(rt, ir_) is not None:
+                k = 1
+                for a in il:
+                    k *= lt.shape[a]
+                if best is None or k > best[0]:
+                    best = (k, il, ir_, [(lt.shape[a], ls[a], rs[b]) for a, b in order[:cut] if lt.shape[a] > 1])
+                break
+    return (lc, rc, []) if best is None else best[1:]
 
 
 def _batch_dims(lt: TensorType, rt: TensorType, lb: list, rb: list) -> list:
@@ -179,6 +216,10 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
     batch, m, n, k = plan["batch"], plan["m"], plan["n"], plan["k"]
     _, sa_m, sa_k, _, sb_k, sb_n = plan["strides"]
     bdims = plan["batch_dims"]
+    outer = plan.get("outer_k") or []
+    n_outer = 1
+    for e, _, _ in outer:
+        n_outer *= e
     g, et, _ = KINDS[kind]
     MR, NR, _ = GEOMETRY[kind]
     esize = et.width // 8  # of the stored operands (packed words are 4 bytes in every kind)
@@ -229,15 +270,24 @@ def emit_lowp_dot(ctx, op: Operation, plan: dict) -> None:
             p = b.urem(bp, c64(npanels))
             t0 = b.udiv(b.mul(part, c64(mtiles)), c64(mparts))
             t1 = b.udiv(b.mul(b.add(part, c64(1)), c64(mtiles)), c64(mparts))
-            b.call(panels, [lhs_at(b, bi),
-                            at(ctx.buffer(op.operands[1]), _batch_offset(b, bi, bdims, 2, c64), esize),
-                            c64(sb_k), c64(sb_n),
-                            at(ctx.buffer(op.results[0]), b.mul(bi, c64(m * n)), 4), c64(n),
-                            c64(m), c64(n), c64(k), b.mul(p, c64(per_unit)), b.mul(b.add(p, c64(1)), c64(per_unit)),
-                            c64(flip), c64(sa_m if unpacked else kg),
-                            t0, t1, c64(sa_k if unpacked else 1)])
+
+            def call(q):  # q: the step of the outer contracting loops (0 when there are none)
+                b2 = ctx.b
+                qa, qb = _batch_offset(b2, q, outer, 1, c64), _batch_offset(b2, q, outer, 2, c64)
+                b2.call(panels, [b2.gep(lhs_at(b2, bi), [b2.mul(qa, c64(esize))], inbounds=True),
+                                 at(ctx.buffer(op.operands[1]), b2.add(_batch_offset(b2, bi, bdims, 2, c64), qb), esize),
+                                 c64(sb_k), c64(sb_n),
+                                 at(ctx.buffer(op.results[0]), b2.mul(bi, c64(m * n)), 4), c64(n),
+                                 c64(m), c64(n), c64(k), b2.mul(p, c64(per_unit)),
+                                 b2.mul(b2.add(p, c64(1)), c64(per_unit)),
+                                 b2.zext(b2.icmp_unsigned("!=", q, c64(0)), I64) if outer else c64(flip),
+                                 c64(sa_m if unpacked else kg), t0, t1, c64(sa_k if unpacked else 1)])
+            if outer:  # (f32 kinds: `flip` 1 adds to C)
+                em.for_range_dynamic(c64(0), c64(n_outer), call)
+            else:
+                call(c64(0))
         em.for_range_dynamic(lo, hi, one)
-    split_ranges(ctx, units, batch * m * n * k // 16, emit)
+    split_ranges(ctx, units, batch * m * n * k * n_outer // 16, emit)
     if ap_ref is not None:
         ctx.release(token)
     ctx.mark_library(f"lowp.{kind}")
