@@ -280,12 +280,13 @@ def _():
 def _():
     B, D = 256, 784
     def loss(p, real, fake, eps):  # WGAN-GP critic: Wasserstein term + gradient penalty on interpolates (double backprop)
-        critic = lambda x: mlp(p, x, lambda h: jax.nn.leaky_relu(h, 0.2))[..., 0]
+        hid, wo = p  # no output bias: it cancels in the loss, and jit would drop the unused argument
+        critic = lambda x: (jax.nn.leaky_relu(mlp(hid, x, lambda h: jax.nn.leaky_relu(h, 0.2)), 0.2) @ wo)[..., 0]
         xi = eps * real + (1 - eps) * fake
         g = jax.grad(lambda x: jnp.sum(critic(x)))(xi)
         gp = jnp.mean((jnp.sqrt(jnp.sum(g * g, -1) + 1e-12) - 1) ** 2)
         return jnp.mean(critic(fake)) - jnp.mean(critic(real)) + 10 * gp
-    return jax.grad(loss), (mlp_params(D, 512, 512, 1), f32(B, D), f32(B, D), unif(0, 1, B, 1))
+    return jax.grad(loss), ((mlp_params(D, 512, 512), f32(512, 1, scale=512 ** -0.5)), f32(B, D), f32(B, D), unif(0, 1, B, 1))
 
 @prog("sparsemax_attn_grad")
 def _():
@@ -504,7 +505,7 @@ def _():
             x = x + dt * v
             return x, v, C, J * (1 + dt * (C[:, 0, 0] + C[:, 1, 1]))
         return lax.fori_loop(0, steps, step, (x, v, C, J))
-    return f, (unif(0.2, 0.6, n, 2), np.zeros((n, 2), np.float32), np.zeros((n, 2, 2), np.float32), np.ones(n, np.float32))
+    return f, (unif(0.2, 0.6, n, 2), f32(n, 2, scale=0.5), np.zeros((n, 2, 2), np.float32), np.ones(n, np.float32))
 
 @prog("heston_mc_paths")
 def _():
