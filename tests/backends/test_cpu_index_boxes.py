@@ -40,13 +40,13 @@ def test_rolls_on_a_torus_match_numpy(shape):
 
 
 def test_boxes_make_the_roll_stencil_vectorize(monkeypatch):
-    """The 8-neighbour sum of rolls: with the boxes the uint8 loop is vector code; cut off
-    (MAX_BOXES = 1) every element branches among the concatenates' operands and it is not."""
+    """The 8-neighbour sum of rolls: with the boxes the uint8 loop is vector code; without
+    cuts every element branches among the concatenates' operands and it is not."""
     g = (np.random.default_rng(2).uniform(size=(256, 256)) < 0.3).astype(np.uint8)
     text = jax.jit(_life).lower(g).as_text()
     exe = _fresh(text)
     ir = exe._static.optimized_ir
-    monkeypatch.setattr(index_boxes, "MAX_BOXES", 1)
+    monkeypatch.setattr(index_boxes, "cuts", lambda ctx, op: None)
     plain = _fresh(text)
     assert "x i8>" in ir and "x i8>" not in plain._static.optimized_ir
     np.testing.assert_array_equal(exe(g), plain(g))
@@ -105,3 +105,35 @@ def test_crops_interior_padding_and_unit_reshapes(monkeypatch):
     exe = _fresh(MIXED)
     assert used == [True]
     np.testing.assert_array_equal(exe(x, y), axle.interpret(MIXED, x, y))
+
+
+def _bilateral(img, r=3):
+    """A bilateral filter over a reflect pad: 7 x 7 shifted slices, 49 boxes of a large body."""
+    h, w = img.shape[1:3]
+    p = jnp.pad(img, ((0, 0), (r, r), (r, r), (0, 0)), mode="reflect")
+    num = jnp.zeros_like(img)
+    den = jnp.zeros_like(img)
+    for dy in range(-r, r + 1):
+        for dx in range(-r, r + 1):
+            nb = p[:, r + dy:r + dy + h, r + dx:r + dx + w]
+            wt = np.float32(np.exp(-(dy * dy + dx * dx) / 8.0)) * jnp.exp(-((nb - img) ** 2) / 0.02)
+            num, den = num + wt * nb, den + wt
+    return num / den
+
+
+def test_many_boxes_of_a_large_body_keep_only_the_interior(monkeypatch):
+    """Where the boxes' copies of the body would exceed CODE_BUDGET operations, the box of
+    the longest segments keeps its copy (vector code, no choices) and the slabs around it
+    share one with run-time bounds: the same values as every box (and as jax.jit), from a
+    fraction of the code."""
+    img = np.random.default_rng(6).uniform(size=(2, 40, 36, 3)).astype(np.float32)
+    fn = lambda x: _bilateral(x, 1)  # noqa: E731  (9 boxes; the budget lowered to make them too many)
+    text = jax.jit(fn).lower(img).as_text()
+    every = _fresh(text)
+    monkeypatch.setattr(index_boxes, "CODE_BUDGET", 100)
+    small = _fresh(text)
+    assert len(small._static.optimized_ir) * 2 < len(every._static.optimized_ir)
+    assert "<8 x float>" in small._static.optimized_ir or "<16 x float>" in small._static.optimized_ir
+    got = small(img)
+    np.testing.assert_array_equal(got, every(img))
+    np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(img)), rtol=2e-6, atol=1e-6)

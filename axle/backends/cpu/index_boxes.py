@@ -29,7 +29,8 @@ from axle.backends.cpu.registry import is_elementwise
 from axle.codegen.emitter import _ty
 from axle.ir.core import Operation
 
-MAX_BOXES = 64  # more boxes than this (many cuts in several dimensions): one loop as before
+MAX_BOXES = 64  # more boxes than this (many cuts in several dimensions): the interior box alone (emit_boxes)
+CODE_BUDGET = 2048  # fused operations in all the boxes' copies of the body together (more: the interior alone)
 VECTOR = 8  # elements of a vector (f32 on AVX2) for the innermost dimension's cuts
 SCALAR_SHARE = 16  # ...cut only while at most 1/16 of a row is left to scalar segments and tails
 MAX_VISITS = 4096  # (op, index map) pairs followed; a huge fused DAG is not cut
@@ -134,14 +135,13 @@ def _unit_reshape(m, out_shape: list, in_shape: list):
     return om
 
 
-def boxes(shape: list, found: list) -> Optional[list]:
-    """The boxes [(lo, hi) per dimension] that the cuts make of `shape`, or None when there
-    would be more than MAX_BOXES (or only one). The innermost dimension is cut only where
-    its segments keep it vectorized: at most 1/SCALAR_SHARE of a row left to scalar code
-    (segments shorter than a vector, and each segment's tail). Rows of 3 (a cross
-    product's components) or a column of padding before 63 (a scan's shift) are cheaper
-    choosing per element, which LLVM vectorizes with selects and masked loads for f32."""
-    segments = []
+def segments(shape: list, found: list) -> list:
+    """Per dimension, the segments [(lo, hi)] its cuts make. The innermost dimension is cut
+    only where its segments keep it vectorized: at most 1/SCALAR_SHARE of a row left to
+    scalar code (segments shorter than a vector, and each segment's tail). Rows of 3 (a
+    cross product's components) or a column of padding before 63 (a scan's shift) are
+    cheaper choosing per element, which LLVM vectorizes with selects and masked loads for f32."""
+    out = []
     for d, (n, f) in enumerate(zip(shape, found)):
         edges = [0] + list(f) + [n]
         segs = [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
@@ -149,39 +149,107 @@ def boxes(shape: list, found: list) -> Optional[list]:
             scalar = sum((b - a) % VECTOR for a, b in segs)
             if scalar * SCALAR_SHARE > n:
                 segs = [(0, n)]
-        segments.append(segs)
-    if int(np.prod([len(s) for s in segments], dtype=np.int64)) > MAX_BOXES:
+        out.append(segs)
+    return out
+
+
+def boxes(shape: list, found: list) -> Optional[list]:
+    """The boxes [(lo, hi) per dimension] that the cuts make of `shape` (`segments`), or
+    None when there would be more than MAX_BOXES (or only one)."""
+    segs_ = segments(shape, found)
+    if int(np.prod([len(s) for s in segs_], dtype=np.int64)) > MAX_BOXES:
         return None
-    if all(len(segs) == 1 for segs in segments):
+    if all(len(segs) == 1 for segs in segs_):
         return None
     out = [[]]
-    for segs in segments:
+    for segs in segs_:
         out = [box + [s] for box in out for s in segs]
     return out
+
+
+def interior(shape: list, found: list) -> Optional[tuple]:
+    """(the box of every dimension's longest segment, the slabs around it [(lo, hi) per
+    dimension]: at most two per cut dimension), or None when nothing is cut."""
+    segs_ = segments(shape, found)
+    if all(len(segs) == 1 for segs in segs_):
+        return None
+    box = [max(segs, key=lambda s: s[1] - s[0]) for segs in segs_]
+    rest = []
+    for d, (lo, hi) in enumerate(box):
+        for a, b in ((0, lo), (hi, shape[d])):
+            if b > a:
+                rest.append(box[:d] + [(a, b)] + [(0, n) for n in shape[d + 1:]])
+    return box, rest
 
 
 def emit_boxes(ctx, op: Operation, body, work: int) -> bool:
     """op's loop, box by box, when fused concatenates or pads cut it (see the module
     docstring); False (nothing emitted) otherwise. Boxes that differ only in the innermost
     dimension share one loop over their rows (split across threads once, the segments of
-    each row one after another)."""
-    from axle.backends.cpu.parallel import outer_dim, split_loop
+    each row one after another). Each box is a copy of the fused body: where the copies
+    would hold more than CODE_BUDGET operations (a 7 x 7 bilateral filter over a reflect
+    pad: 49 boxes of 514 operations, 31 s to compile), or there are more than MAX_BOXES,
+    only the box of the longest segments gets its own copy; the slabs around it share
+    one, with run-time bounds, choosing per element."""
+    from axle.backends.cpu.parallel import split_ranges
     t = _ty(op.results[0])
     shape = list(t.shape)
     if not shape or not t.is_static:
         return False
     found = cuts(ctx, op)
-    bx = boxes(shape, found) if found else None
-    if not bx:
+    if not found:
         return False
+    n_ops = len(ctx.kernels[-1].fused) + 1 if ctx.kernels else 1
+    bx = boxes(shape, found)
+    if bx and len(bx) * n_ops <= CODE_BUDGET:
+        _emit_ranged(ctx, shape, bx, body, work)
+        return True
+    inner = interior(shape, found)
+    if inner is None:
+        return False
+    box, rest = inner
+    _emit_ranged(ctx, shape, [box], body, work)
+    em = ctx.em
+    c64 = em.const_i64
+
+    def pick(bi, values):  # values[bi] for a run-time slab number bi
+        v = c64(values[-1])
+        for j in range(len(values) - 2, -1, -1):
+            v = em.b.select(em.b.icmp_unsigned("==", bi, c64(j)), c64(values[j]), v)
+        return v
+
+    def slabs(lo, hi):
+        def one(bi):
+            bounds = [(pick(bi, [r[d][0] for r in rest]), pick(bi, [r[d][1] for r in rest])) for d in range(len(shape))]
+
+            def nest(d, idx):
+                if d == len(shape):
+                    body(idx)
+                else:
+                    em.for_range_dynamic(bounds[d][0], bounds[d][1], lambda i: nest(d + 1, idx + [i]))
+            nest(0, [])
+        em.for_range_dynamic(lo, hi, one)
+    volume = sum(int(np.prod([b - a for a, b in r], dtype=np.int64)) for r in rest)
+    saved = em.index_ranges
+    em.index_ranges = {}
+    try:
+        split_ranges(ctx, len(rest), volume * work, slabs)
+    finally:
+        em.index_ranges = saved
+    return True
+
+
+def _emit_ranged(ctx, shape: list, bx: list, body, work: int) -> None:
+    """The boxes bx, each loop index known to lie in its box's range (emitter.ranged_index)."""
+    from axle.backends.cpu.parallel import outer_dim, split_loop
     em = ctx.em
     rows: dict = {}  # the outer dimensions' ranges -> the innermost segments
     for box in bx:
         rows.setdefault(tuple(box[:-1]), []).append(box[-1])
-    for outer, segments in rows.items():
-        def row(idx, outer=outer, segments=segments):
+    for outer, segments_ in rows.items():
+        def row(idx, outer=outer, segments_=segments_):
             full = [em.ranged_index(i, lo, hi) for i, (lo, hi) in zip(idx, outer)]
-            for lo, hi in segments:
+            for lo, hi in segments_:
                 em.loop_nest([hi - lo], lambda j, lo=lo, hi=hi: body(full + [em.ranged_index(j[0], lo, hi)]))
         saved = em.index_ranges
         em.index_ranges = {}
@@ -190,8 +258,7 @@ def emit_boxes(ctx, op: Operation, body, work: int) -> bool:
                 ext = [hi - lo for lo, hi in outer]
                 split_loop(ctx, ext, outer_dim(ext), row, work * shape[-1])
             else:
-                for lo, hi in segments:
+                for lo, hi in segments_:
                     split_loop(ctx, [hi - lo], 0, lambda j, lo=lo, hi=hi: body([em.ranged_index(j[0], lo, hi)]), work)
         finally:
             em.index_ranges = saved
-    return True
