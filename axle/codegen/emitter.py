@@ -135,6 +135,10 @@ class Emitter:
         # index value (LLVM) -> (lo, hi): the value is in [lo, hi) wherever it is read (the
         # loop of a box of index_boxes.py, and offsets of such indices)
         self.index_ranges: dict = {}
+        # index value (LLVM) -> [(digit value, extent)], outermost first: the value is the
+        # row-major linear index of those digits (a loop over a refined shape, elementwise.py
+        # _refined_loop), so a reshape that splits it takes the digits, with no division
+        self.index_digits: dict = {}
         self._memo: dict = {}  # op_at's values: (op, index, block) ids -> (op, index, block, value)
         self.read_metadata = None  # LLVM metadata put on the loads of buffers (alias scopes)
         self.read_exclude: frozenset = frozenset()  # values whose loads get no read_metadata
@@ -230,9 +234,38 @@ class Emitter:
                 for do, di in zip(big_o, big_i):
                     out[di] = idx[do]
                 continue
+            grouped = self._regroup([idx[d] for d in big_o], [out_shape[d] for d in big_o],
+                                    [in_shape[d] for d in big_i])
+            if grouped is not None:
+                for d, v in zip(big_i, grouped):
+                    out[d] = v
+                continue
             lin = self.linear([idx[d] for d in big_o], [out_shape[d] for d in big_o])
             for d, v in zip(big_i, self.delinear(lin, [in_shape[d] for d in big_i])):
                 out[d] = v
+        return out
+
+    def _regroup(self, idx: list, shape: list, target: list):
+        """idx (of `shape`) as an index of `target` (same product) without division, when the
+        indices' digits (index_digits; an index without is one digit) group into target's
+        dimensions; else None."""
+        digits = []
+        for i, n in zip(idx, shape):
+            digits += self.index_digits.get(i, [(i, n)])
+        if len(digits) == len(idx):
+            return None
+        out = []
+        for n in target:
+            group, p = [], 1
+            while p < n and digits:
+                group.append(digits.pop(0))
+                p *= group[-1][1]
+            if p != n:
+                return None
+            v = self.linear([g[0] for g in group], [g[1] for g in group])
+            if len(group) > 1:
+                self.index_digits[v] = group
+            out.append(v)
         return out
 
     def delinear(self, lin, shape):

@@ -64,6 +64,8 @@ def emit_elementwise(ctx, op: Operation) -> None:
             return
         if emit_boxes(ctx, op, lambda idx: body(idx, mine, other), work):
             return
+        if _refined_loop(ctx, op, lambda idx: body(idx, mine, other), work):
+            return
         split_loop(ctx, list(t.shape), outer_dim(t.shape), lambda idx: body(idx, mine, other), work)
         return
     # row fusion: per row of the outer `k` dimensions, the fused reductions, then the row
@@ -136,6 +138,73 @@ def _at_same_index(ctx, op: Operation, name: str) -> Optional[Operation]:
                 seen.add(p)
                 stack.append(p)
     return None
+
+
+def refine(a: list, b: list):
+    """The coarsest shape of which both a and b (same product) are row-major merges of
+    adjacent dimensions ([1024, 2048] and [1024, 64, 32]: [1024, 64, 32]), or None ([4, 6]
+    and [6, 4] have none: their dimensions' boundaries do not nest)."""
+    def cuts(shape):  # products of the trailing dimensions
+        out, p = {1}, 1
+        for n in reversed(shape):
+            p *= n
+            out.add(p)
+        return out
+    total = int(np.prod(a, dtype=np.int64))
+    if total != int(np.prod(b, dtype=np.int64)) or total == 0:
+        return None
+    points = sorted(cuts(a) | cuts(b))
+    if any(q % p for p, q in zip(points, points[1:])):
+        return None
+    return [q // p for p, q in reversed(list(zip(points, points[1:])))] or [1]
+
+
+def _refined_loop(ctx, op: Operation, body, work: int) -> bool:
+    """op's loop over a finer shape when it computes, at its own index, a reshape that
+    splits its dimensions (a block quantizer's [N, K] result of values computed as
+    [N, K / 32, 32]): each of op's indices is then a linear combination of the finer
+    loop's indices, and the reshape reads its operand at those indices (Emitter
+    index_digits) where a loop over op's own shape divides every index by 32, which keeps
+    the loop from vectorizing (2.3 against 1.8 ms for 2M elements, 7.7 with an fp8 round
+    trip)."""
+    from axle.backends.cpu.parallel import outer_dim, split_loop
+    r = _at_same_index(ctx, op, "stablehlo.reshape")
+    t = _ty(op.results[0])
+    if r is None or not t.is_static or not _ty(r.operands[0]).is_static:
+        return False
+    shape = [int(n) for n in t.shape]
+    fine = refine(shape, [int(n) for n in _ty(r.operands[0]).shape])
+    if fine is None or len([n for n in fine if n > 1]) <= len([n for n in shape if n > 1]):
+        return False
+    em = ctx.em
+    groups, j = [], 0  # fine dimensions of each of op's dimensions
+    for n in shape:
+        g, p = [], 1
+        while p < n or (n == 1 and not g and j < len(fine) and fine[j] == 1):
+            g.append(j)
+            p *= fine[j]
+            j += 1
+        groups.append(g)
+
+    def fine_body(fidx):
+        idx = []
+        for g in groups:
+            if not g:
+                idx.append(em.const_i64(0))
+            elif len(g) == 1:
+                idx.append(fidx[g[0]])
+            else:
+                v = em.linear([fidx[d] for d in g], [fine[d] for d in g])
+                em.index_digits[v] = [(fidx[d], fine[d]) for d in g]
+                idx.append(v)
+        body(idx)
+    saved = em.index_digits
+    em.index_digits = {}
+    try:
+        split_loop(ctx, fine, outer_dim(fine), fine_body, work)
+    finally:
+        em.index_digits = saved
+    return True
 
 
 def _concat_parts(ctx, op: Operation, cat: Operation, body, work: int) -> bool:
