@@ -85,20 +85,25 @@ def _convolution_backward(em, out, g, x, w, bias_sizes, stride, padding, dilatio
         results[0] = em.convert(_conv_input_grad(em, gc, wc, x.shape, stride, padding, dilation, groups), x.dtype)
     if mask[1]:
         # correlate the input (channels as batch) with the gradient (batch as features), one
-        # group at a time
+        # group at a time; depthwise, all at once (a batch group per channel, as JAX writes it)
         k = w.shape[2:]
         hi = [(k[d] - 1) * dilation[d] + (g.shape[2 + d] - 1) * stride[d] + 1 - x.shape[2 + d] - padding[d]
               for d in range(n)]
         sp = ", ".join(str(i) for i in range(n))
-        layout = f"[f, b, {sp}]x[i, o, {sp}]->[b, f, {sp}]"
         ci, co = x.shape[1] // groups, g.shape[1] // groups
-        parts = []
-        for j in range(groups):
-            xj = _channels(em, xc, j * ci, (j + 1) * ci)
-            gj = _channels(em, gc, j * co, (j + 1) * co)
-            gw = conv(em, xj, gj, (ci, co) + tuple(k), dilation, padding, hi, stride, layout=layout)
-            parts.append(em.transpose(gw, [1, 0] + list(range(2, 2 + n))))
-        results[1] = em.convert(em.concat(parts, 0), w.dtype)
+        if groups > 1 and ci == 1 and co == 1:
+            gw = conv(em, xc, gc, tuple(w.shape), dilation, padding, hi, stride,
+                      layout=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]", batch_groups=groups)
+        else:
+            parts = []
+            for j in range(groups):
+                xj = _channels(em, xc, j * ci, (j + 1) * ci)
+                gj = _channels(em, gc, j * co, (j + 1) * co)
+                part = conv(em, xj, gj, (ci, co) + tuple(k), dilation, padding, hi, stride,
+                            layout=f"[f, b, {sp}]x[i, o, {sp}]->[b, f, {sp}]")
+                parts.append(em.transpose(part, [1, 0] + list(range(2, 2 + n))))
+            gw = em.concat(parts, 0)
+        results[1] = em.convert(gw, w.dtype)
     if mask[2]:
         s = em.reduce_simple(gc, [0] + list(range(2, 2 + n)), "add", 0)
         results[2] = em.convert(s, g.dtype)

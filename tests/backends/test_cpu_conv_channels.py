@@ -154,3 +154,23 @@ def test_nchw_filter_gradient_with_many_pairs_runs_in_nhwc(cin, cout, kernel, st
     x, w = f32(2, cin, 19, 22), f32(cout, cin, kernel, kernel, scale=0.1)
     _check(lambda w, x: jax.grad(loss)(w, x), w, x, rtol=1e-4)
     assert True in moved
+
+
+@pytest.mark.parametrize("stride,size,kernel", [(1, 14, 7), (2, 15, 3), (1, 9, 5)])
+def test_nchw_depthwise_with_short_rows_and_its_filter_gradient_run_on_channels(stride, size, kernel, calls_of):
+    """NCHW depthwise convolutions whose rows are too short for the rows kernel (ConvNeXt's
+    7 x 7 on 14 x 14) move to NHWC for the channels kernel, and JAX's depthwise filter
+    gradient (batch_group_count = channels) becomes a depthwise convolution over the
+    (image, channel) pairs summed over the images: both against jax.jit and the interpreter."""
+    moved = calls_of("axle.backends.cpu.conv_rows_layout", "_rewrite_depthwise")
+    grads = calls_of("axle.backends.cpu.conv_rows_layout", "_rewrite_depthwise_filter_gradient")
+    channels = calls_of("axle.backends.cpu.kernels_conv_rows", "emit_channels_conv")
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                                     feature_group_count=x.shape[1])
+        return (y * y).sum()
+    x, w = f32(3, 24, size, size), f32(24, 1, kernel, kernel, scale=0.2)
+    _check(lambda x, w: jax.grad(loss, argnums=1)(x, w), x, w, rtol=1e-4)
+    _check(lambda x, w: jax.grad(loss, argnums=0)(x, w), x, w, rtol=1e-4)
+    assert True in moved and True in grads and len(channels) >= 2

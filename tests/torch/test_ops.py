@@ -181,6 +181,8 @@ def test_convolution_backward(dtype):
 
         def f(x, w_, wg_, g):
             weight = wg_ if groups > 1 else w_
+            if groups == 4:  # depthwise: one filter per input channel
+                weight = wg_[:4, :1]
             y = aten.convolution.default(x, weight, None, stride, pad, dil, False, [0, 0], groups)
             gg = g[..., :y.shape[2], :y.shape[3]][:, :y.shape[1]]
             return aten.convolution_backward.default(gg, x, weight, [6], stride, pad, dil, False, [0, 0], groups, list(mask))
@@ -189,7 +191,8 @@ def test_convolution_backward(dtype):
 
     g = rand((2, 6, 9, 8), dtype, seed=5)
     ops = {"plain": bwd([1, 1], [1, 1], [1, 1]), "strided": bwd([2, 2], [1, 0], [1, 1]),
-           "dilated": bwd([1, 2], [2, 1], [2, 1]), "groups": bwd([1, 1], [1, 1], [1, 1], 2), "no_bias": bwd([1, 1], [0, 0], [1, 1], 1, (True, True, False))}
+           "dilated": bwd([1, 2], [2, 1], [2, 1]), "groups": bwd([1, 1], [1, 1], [1, 1], 2),
+           "depthwise": bwd([2, 1], [1, 1], [1, 1], 4), "no_bias": bwd([1, 1], [0, 0], [1, 1], 1, (True, True, False))}
     check(run_both(ops, [x, w, wg, g]), dtype)
 
 
