@@ -19,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from axle.ir import attributes as A
-from axle.ir.core import Block, Operation, Region
+from axle.ir.core import Operation
 from axle.ir.types import TensorType, i64
 from axle.passes.registry import register_pass
 from axle.passes.pass_manager import Pass
-from axle.passes.rewrite import Builder, Patterns, apply_patterns
+from axle.passes.rewrite import Builder, Patterns, apply_patterns, sum_reduce
 
 P = Patterns("dot-canonicalize")
 
@@ -115,14 +115,7 @@ def batched_vector_dot(op: Operation, b: Builder):
                  {"broadcast_dimensions": _dense(sorted(target.values()))}).result
     prod = b.create("stablehlo.multiply", [m, v], [mt]).result
     kept = [d for d in range(tm.rank) if d not in mc]
-    scalar = TensorType((), rt)
-    block = Block([scalar, scalar])
-    add = Operation("stablehlo.add", block.arguments, [scalar])
-    block.append(add)
-    block.append(Operation("stablehlo.return", add.results))
-    zero = b.constant(np.zeros(()), scalar)
-    red = b.create("stablehlo.reduce", [prod, zero], [TensorType(tuple(tm.shape[d] for d in kept), rt)],
-                   {"dimensions": _dense(sorted(mc))}, [Region([block])]).result
+    red = sum_reduce(b, prod, sorted(mc))
     want = list(mb) + mfree  # the dot's order: batch, then the free dimensions
     perm = [kept.index(d) for d in want]
     if perm != list(range(len(perm))):

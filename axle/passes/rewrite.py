@@ -17,7 +17,7 @@ import numpy as np
 from axle.ir import attributes as A
 from axle.ir.core import Block, Module, Operation, Region, Value
 from axle.ir.ops import COLLECTIVE, OPAQUE_EFFECTS, SIDE_EFFECT, SYMBOL, TERMINATOR, lookup
-from axle.ir.types import TensorType, Type
+from axle.ir.types import TensorType, Type, i64
 
 Pattern = Callable[[Operation, "Builder"], Optional[Sequence[Value]]]
 
@@ -79,6 +79,20 @@ class Patterns:
 
     def for_op(self, name: str) -> list[Pattern]:
         return self.table.get(name, []) + self.table.get("*", [])
+
+
+def sum_reduce(b: Builder, x: Value, dims) -> Value:
+    """stablehlo.reduce of x over `dims` with an add and a zero init (x's element type)."""
+    t = x.type
+    scalar = TensorType((), t.element_type)
+    block = Block([scalar, scalar])
+    add = Operation("stablehlo.add", block.arguments, [scalar])
+    block.append(add)
+    block.append(Operation("stablehlo.return", add.results))
+    zero = b.constant(np.zeros(()), scalar)
+    kept = tuple(n for d, n in enumerate(t.shape) if d not in set(dims))
+    return b.create("stablehlo.reduce", [x, zero], [TensorType(kept, t.element_type)],
+                    {"dimensions": A.DenseArrayAttr(i64, tuple(sorted(dims)))}, [Region([block])]).result
 
 
 def walk_blocks(module: Module) -> Iterator[Block]:

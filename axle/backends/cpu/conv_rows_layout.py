@@ -28,10 +28,10 @@ import dataclasses
 import numpy as np
 
 from axle.ir import attributes as A
-from axle.ir.core import Block, Module, Operation, Region
+from axle.ir.core import Module, Operation
 from axle.ir.types import TensorType, i1, i64
 from axle.passes.pass_manager import Pass
-from axle.passes.rewrite import Builder
+from axle.passes.rewrite import Builder, sum_reduce
 
 SMALL_FEATURES = 8  # output features below which the rows layout is used
 # input features from which a 2-D convolution in another layout is moved to NHWC x HWIO even
@@ -190,6 +190,20 @@ def _relayout(op: Operation, in_perm: list, k_perm: list, out_perm: list, new_dn
     op.erase()
 
 
+def _static_2d(op: Operation, types: tuple):
+    """The dimension numbers of 2-D convolution op when its operands and result are static,
+    not empty, and of one of `types`; else None."""
+    lhs, rhs = op.operands
+    res = op.results[0]
+    if not all(isinstance(v.type, TensorType) and v.type.is_static and str(v.type.element_type) in types
+               for v in (lhs, rhs, res)) or 0 in res.type.shape or 0 in lhs.type.shape:
+        return None
+    dn = op.attributes.get("dimension_numbers")
+    if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
+        return None
+    return dn
+
+
 def _rewrite_depthwise(op: Operation) -> bool:
     """A 2-D depthwise convolution (one filter per channel, at least MIN_CHANNELS of them)
     with its features not innermost, whose rows the rows kernel does not take (fewer
@@ -201,11 +215,8 @@ def _rewrite_depthwise(op: Operation) -> bool:
     from axle.backends.cpu.kernels_conv_rows import MIN_CHANNELS, rows_plan
     lhs, rhs = op.operands
     res = op.results[0]
-    if not all(isinstance(v.type, TensorType) and v.type.is_static and str(v.type.element_type) in ("f32", "f64")
-               for v in (lhs, rhs, res)) or 0 in res.type.shape or 0 in lhs.type.shape:
-        return False
-    dn = op.attributes.get("dimension_numbers")
-    if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
+    dn = _static_2d(op, ("f32", "f64"))
+    if dn is None:
         return False
     _, _, ldil, _, rev, fgc, bgc = conv_window(op)
     channels = lhs.type.shape[dn.input_feature_dimension]
@@ -234,11 +245,8 @@ def _rewrite_depthwise_filter_gradient(op: Operation) -> bool:
     from axle.backends.cpu.kernels_conv_rows import MIN_CHANNELS
     lhs, rhs = op.operands
     res = op.results[0]
-    if not all(isinstance(v.type, TensorType) and v.type.is_static and str(v.type.element_type) in ("f32", "f64")
-               for v in (lhs, rhs, res)) or 0 in res.type.shape or 0 in lhs.type.shape:
-        return False
-    dn = op.attributes.get("dimension_numbers")
-    if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
+    dn = _static_2d(op, ("f32", "f64"))
+    if dn is None:
         return False
     _, _, ldil, _, rev, fgc, bgc = conv_window(op)
     lt, kt, ot = lhs.type, rhs.type, res.type
@@ -261,14 +269,7 @@ def _rewrite_depthwise_filter_gradient(op: Operation) -> bool:
     attrs["batch_group_count"] = A.IntegerAttr(1, i64)
     conv = b.create("stablehlo.convolution", [x, w], [TensorType((1, oh, ow, n * c), et)], attrs, regions=[])
     pairs = _reshape(b, conv.result, (oh, ow, n, c))
-    scalar = TensorType((), et)
-    block = Block([scalar, scalar])
-    add = Operation("stablehlo.add", block.arguments, [scalar])
-    block.append(add)
-    block.append(Operation("stablehlo.return", add.results))
-    zero = b.constant(np.zeros(()), scalar)
-    total = b.create("stablehlo.reduce", [pairs, zero], [TensorType((oh, ow, c), et)],
-                     {"dimensions": A.DenseArrayAttr(i64, (2,))}, [Region([block])]).result
+    total = sum_reduce(b, pairs, (2,))
     total = _reshape(b, total, (oh, ow, 1, c))  # [osp0, osp1, ob, of]
     order = [osp[0], osp[1], dn.output_batch_dimension, dn.output_feature_dimension]
     out = total if order == [0, 1, 2, 3] else _transpose(b, total, [order.index(d) for d in range(4)])
@@ -293,11 +294,8 @@ def _rewrite_filter_gradient(op: Operation) -> bool:
     from axle.backends.cpu.kernels_conv_general import conv_window
     lhs, rhs = op.operands
     res = op.results[0]
-    if not all(isinstance(v.type, TensorType) and v.type.is_static and str(v.type.element_type) == "f32"
-               for v in (lhs, rhs, res)) or 0 in res.type.shape or 0 in lhs.type.shape:
-        return False
-    dn = op.attributes.get("dimension_numbers")
-    if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
+    dn = _static_2d(op, ("f32",))
+    if dn is None:
         return False
     _, _, ldil, _, rev, fgc, bgc = conv_window(op)
     if fgc != 1 or bgc != 1 or any(d != 1 for d in ldil) or any(rev):
