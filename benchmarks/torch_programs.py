@@ -165,6 +165,24 @@ def _rel(a, b):
     return float((a - b).abs().max() / (b.abs().max() + 1e-30))
 
 
+def time_steps(comp, model, args, before=None) -> tuple:
+    """Median ms of a training step (zero_grad, loss, backward) with comp and with model,
+    interleaved over 5 rounds of 3 steps; `before` runs ahead of each step."""
+    def step(m):
+        if before is not None:
+            before()
+        m.zero_grad()
+        _loss(m(*args)).backward()
+    ts = {"axle": [], "eager": []}
+    for r in range(5):
+        for which, m in (("axle", comp), ("eager", model)) if r % 2 == 0 else (("eager", model), ("axle", comp)):
+            t = time.perf_counter()
+            for _ in range(3):
+                step(m)
+            ts[which].append((time.perf_counter() - t) / 3)
+    return np.median(ts["axle"]) * 1e3, np.median(ts["eager"]) * 1e3
+
+
 def run(name):
     torch.manual_seed(0)
     model, args = P[name]()
@@ -185,17 +203,7 @@ def run(name):
     gerr = max((float((p.grad.double() - r.double()).abs().max()) / scale
                 for p, r in zip(model.parameters(), ref)), default=0.0)
 
-    def step(m):
-        m.zero_grad()
-        _loss(m(*args)).backward()
-    ts = {"axle": [], "eager": []}
-    for r in range(5):
-        for which, m in (("axle", comp), ("eager", model)) if r % 2 == 0 else (("eager", model), ("axle", comp)):
-            t = time.perf_counter()
-            for _ in range(3):
-                step(m)
-            ts[which].append((time.perf_counter() - t) / 3)
-    a, e = np.median(ts["axle"]) * 1e3, np.median(ts["eager"]) * 1e3
+    a, e = time_steps(comp, model, args)
     print(f"{name:28s} step axle {a:8.2f} ms  eager {e:8.2f} ms  eager/axle {e / a:5.2f}  "
           f"fwd err {err:.1e}  grad err {gerr:.1e}", flush=True)
 

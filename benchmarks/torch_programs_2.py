@@ -11,10 +11,8 @@ back to eager (the bridge's warning, otherwise silent) or Dynamo broke the graph
 Usage: AXLE_NUM_THREADS=1 python benchmarks/torch_programs_2.py [name,name,...]"""
 import math
 import sys
-import time
 import warnings
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -534,18 +532,7 @@ def run(name):
         ref, gg = grads(model), grads(comp)
         scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
         gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
-
-        def step(m):
-            m.zero_grad()
-            _loss(m(*args)).backward()
-        ts = {"axle": [], "eager": []}
-        for r in range(5):
-            for which, m in (("axle", comp), ("eager", model)) if r % 2 == 0 else (("eager", model), ("axle", comp)):
-                t = time.perf_counter()
-                for _ in range(3):
-                    step(m)
-                ts[which].append((time.perf_counter() - t) / 3)
-    a, e = np.median(ts["axle"]) * 1e3, np.median(ts["eager"]) * 1e3
+        a, e = T.time_steps(comp, model, args)
     notes = [str(w.message)[:400] for w in ws if issubclass(w.category, AxleFallbackWarning)]
     breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     notes += [f"{breaks} graph break(s): " + "; ".join(r.strip().splitlines()[0] + " " + r.split("context:")[-1].strip().splitlines()[0][:80]
