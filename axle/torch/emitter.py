@@ -97,9 +97,11 @@ class Emitter:
             out_types = f"({out_types})"
         self.emit(f'{lhs} = "{name}"({args}){reg}{attr} : ({in_types}) -> {out_types}')
 
-    def scalar_region(self, dtypes, body) -> str:
-        """A region ^bb0(%a0, %b0, ...) whose body is built by body(emitter, lhs, rhs) -> list[V]:
-        lhs/rhs are lists of 0-d values, one per dtype."""
+    def scalar_region(self, dtypes, body, pairs: bool = False) -> str:
+        """A region ^bb0(%a0, %a1, ..., %b0, %b1, ...) (a reduction's: accumulators, then
+        elements; pairs=True: %a0, %b0, %a1, %b1, ..., a sort comparator's) whose body is
+        built by body(emitter, lhs, rhs) -> list[V]: lhs/rhs are lists of 0-d values, one per
+        dtype."""
         sub = Emitter()
         sub._n = self._n + 1000
         sub.indent = self.indent + "  "
@@ -107,7 +109,8 @@ class Emitter:
         rhs = [V(f"%rb{self._n}_{i}", (), t) for i, t in enumerate(dtypes)]
         results = body(sub, lhs, rhs)
         self._n = sub._n
-        params = ", ".join(f"{v.name}: {v.type}" for v in lhs + rhs)
+        order = [v for ab in zip(lhs, rhs) for v in ab] if pairs else lhs + rhs
+        params = ", ".join(f"{v.name}: {v.type}" for v in order)
         ret = ", ".join(r.name for r in results)
         ret_t = ", ".join(r.type for r in results)
         lines = [f"{{\n{self.indent}^bb0({params}):"] + sub.lines

@@ -194,3 +194,91 @@ def _addmm(em, out, bias, a, b, *, beta=1, alpha=1):
 @rule(aten.dot.default)
 def _dot1(em, out, a, b):
     return em.reshape(dot(em, em.reshape(a, (1, a.shape[0])), em.reshape(b, (b.shape[0], 1)), 0, out[1]), ())
+
+
+# ---- cumulative reductions and sorting (as JAX writes them: the CPU backend runs a
+# reduce_window as long as its axis as a prefix scan, and a sort read as its first k
+# elements as a partial selection)
+
+def _cumulative(em, out, a, dim, kind, init, *, dtype=None):
+    ct = opmath(out[1]) if is_float(out[1]) else "i64"
+    x = value(em, a, ct)
+    d = dim % a.rank if a.rank else 0
+    if a.rank == 0:
+        return em.convert(x, out[1])
+    n = a.shape[d]
+    window = [1] * a.rank
+    window[d] = n
+    pads = ", ".join(f"[{n - 1 if i == d else 0}, 0]" for i in range(a.rank))
+    arr = lambda v: "array<i64: " + ", ".join(str(i) for i in v) + ">"  # noqa: E731
+    attrs = (f"window_dimensions = {arr(window)}, window_strides = {arr([1] * a.rank)}, "
+             f"padding = dense<[{pads}]> : tensor<{a.rank}x2xi64>")
+    region = em.scalar_region([ct], lambda e, l, r: [kind(e, l[0], r[0])])
+    r = em.op("stablehlo.reduce_window", [x, em.const(init, ct)], x.shape, ct, attrs, region)
+    return em.convert(r, out[1])
+
+
+def _log_add_exp(e, l, r):
+    """log(exp(l) + exp(r)) = max + log1p(exp(-|l - r|)); l + r where l - r is NaN (both
+    infinite of one sign, or a NaN)."""
+    diff = e.binary("subtract", l, r)
+    tail = e.unary("log_plus_one", e.unary("exponential", e.unary("negate", e.unary("abs", diff))))
+    return e.select(e.compare("NE", diff, diff), e.binary("add", l, r), e.binary("add", e.binary("maximum", l, r), tail))
+
+
+@rule(aten.cumsum.default)
+def _cumsum(em, out, a, dim, *, dtype=None):
+    return _cumulative(em, out, a, dim, lambda e, l, r: e.binary("add", l, r), 0)
+
+
+@rule(aten.cumprod.default)
+def _cumprod(em, out, a, dim, *, dtype=None):
+    return _cumulative(em, out, a, dim, lambda e, l, r: e.binary("multiply", l, r), 1)
+
+
+@rule(aten.logcumsumexp.default)
+def _logcumsumexp(em, out, a, dim):
+    return _cumulative(em, out, a, dim, _log_add_exp, -math.inf)
+
+
+def _sorted(em, a, d: int, descending: bool):
+    """(values, int64 indices) of a sorted along d, stable, NaN as the largest value (PyTorch's order)."""
+    idx = em.iota(a.shape, d, "i64")
+
+    def before(e, l, r):  # l before r
+        lnan, rnan = e.compare("NE", l[0], l[0]), e.compare("NE", r[0], r[0])
+        if descending:
+            strict = e.compare("GT", l[0], r[0])
+            return [e.binary("or", strict, e.binary("and", lnan, e.unary("not", rnan)))]
+        strict = e.compare("LT", l[0], r[0])
+        return [e.binary("or", strict, e.binary("and", rnan, e.unary("not", lnan)))]
+    if not is_float(a.dtype):
+        def before(e, l, r):  # noqa: F811  (integers: no NaN)
+            return [e.compare("GT" if descending else "LT", l[0], r[0])]
+    region = em.scalar_region([a.dtype, "i64"], before, pairs=True)
+    return em.op_multi("stablehlo.sort", [a, idx], [(a.shape, a.dtype), (a.shape, "i64")],
+                       f"dimension = {d} : i64, is_stable = true", region)
+
+
+@rule(aten.sort.default, aten.sort.stable)
+def _sort(em, out, a, *args, **kw):
+    if args and isinstance(args[0], bool) or "stable" in kw:  # sort.stable(self, *, stable, dim, descending)
+        dim, descending = kw.get("dim", -1), kw.get("descending", False)
+    else:
+        dim = args[0] if args else kw.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kw.get("descending", False)
+    if a.rank == 0:
+        return a, em.const(0, "i64")
+    v, i = _sorted(em, a, dim % a.rank, bool(descending))
+    return v, i
+
+
+@rule(aten.topk.default)
+def _topk(em, out, a, k, dim=-1, largest=True, sorted=True):
+    if a.rank == 0:
+        return a, em.const(0, "i64")
+    d = dim % a.rank
+    v, i = _sorted(em, a, d, bool(largest))
+    limit = list(a.shape)
+    limit[d] = k
+    return (em.slice(v, [0] * a.rank, limit, [1] * a.rank), em.slice(i, [0] * a.rank, limit, [1] * a.rank))

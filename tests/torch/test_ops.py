@@ -237,3 +237,29 @@ def test_attention(dtype):
         "flash_backward": backward,
     }
     check(run_both(ops, [q, k, v, mask]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32], ids=str)
+def test_cumulative_sort_and_topk(dtype):
+    """cumsum / cumprod / logcumsumexp as prefix scans, sort (stable: ties keep their order;
+    NaN sorts as the largest value, as PyTorch's does) and topk, along either dimension."""
+    x = rand((6, 40), dtype, -2, 2, seed=11)
+    if dtype.is_floating_point:
+        x[1, 3] = float("nan")
+        x[2, :10] = 0.5  # ties
+    else:
+        x[2, :10] = 1
+    def picked(op, d):  # values, and x at the indices (ties may come in another order unless stable)
+        return lambda x: (lambda v, i: (v, aten.gather.default(x, d, i)))(*op(x))
+    ops = {
+        "cumsum": lambda x: aten.cumsum.default(x, 1), "cumsum0": lambda x: aten.cumsum.default(x, 0),
+        "cumprod": lambda x: aten.cumprod.default(aten.div.Tensor(x, 2) if dtype.is_floating_point else x, 0),
+        "sort": picked(lambda x: aten.sort.default(x, 1), 1),
+        "sort_desc": picked(lambda x: aten.sort.default(x, 0, True), 0),
+        "sort_stable": lambda x: aten.sort.stable(x, stable=True, dim=1, descending=True),
+        "topk": picked(lambda x: aten.topk.default(x, 5, 1), 1),
+        "topk_smallest": picked(lambda x: aten.topk.default(x, 3, 0, False), 0),
+    }
+    if dtype.is_floating_point:
+        ops["logcumsumexp"] = lambda x: aten.logcumsumexp.default(x, 1)
+    check(run_both(ops, [x]), dtype)
