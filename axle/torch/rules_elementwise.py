@@ -298,3 +298,13 @@ def _leaky_relu(em, out, a, slope=0.01):
     x = value(em, a, opmath(out[1]))
     neg = em.binary("multiply", x, em.const(slope, x.dtype, x.shape))
     return em.convert(em.select(em.compare("GT", x, em.const(0, x.dtype, x.shape)), x, neg), out[1])
+
+
+@rule(aten.elu.default)
+def _elu(em, out, a, alpha=1.0, scale=1.0, input_scale=1.0):
+    """scale * x where x > 0, else scale * alpha * (exp(x * input_scale) - 1) (SELU, CELU)."""
+    x = value(em, a, opmath(out[1]))
+    c = lambda v: em.const(v, x.dtype, x.shape)  # noqa: E731
+    neg = em.binary("multiply", c(alpha), em.unary("exponential_minus_one", em.binary("multiply", x, c(input_scale))))
+    y = em.select(em.compare("GT", x, c(0)), x, neg)
+    return em.convert(y if scale == 1 else em.binary("multiply", y, c(scale)), out[1])

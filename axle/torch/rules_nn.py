@@ -203,3 +203,32 @@ def _sdpa_flash_cpu_backward(em, out, g, q, k, v, o, lse, dropout_p, is_causal, 
     dq = dot(em, ds, k, lead, ct)
     dk = dot(em, tr(ds), q, lead, ct)
     return tuple(em.convert(t, spec[1]) for t, spec in zip((dq, dk, dv), out))
+
+
+@rule(aten._weight_norm_interface_backward.default)
+def _weight_norm_backward(em, out, grad_w, v, g, norms, dim):
+    """w = g v / |v| (the norm over every dimension but `dim`): grad_g = sum(grad_w v) / |v|,
+    grad_v = g / |v| (grad_w - v sum(grad_w v) / |v|^2)."""
+    ct = opmath(out[0][1])
+    gw, vv, gg, nn = (em.convert(t, ct) for t in (grad_w, v, g, norms))
+    d = dim % v.rank
+    others = [i for i in range(v.rank) if i != d]
+    dot = em.reshape(em.reduce_simple(em.binary("multiply", gw, vv), others, "add", 0), g.shape)
+    grad_g = em.binary("divide", dot, nn)
+    full = lambda t: em.broadcast_in_dim(t, v.shape, list(range(v.rank)))  # noqa: E731  (size-1 dims spread)
+    scale = em.binary("divide", dot, em.binary("multiply", nn, nn))
+    inner = em.binary("subtract", gw, em.binary("multiply", vv, full(scale)))
+    grad_v = em.binary("multiply", full(em.binary("divide", gg, nn)), inner)
+    return em.convert(grad_v, out[0][1]), em.convert(grad_g, out[1][1])
+
+
+@rule(aten._weight_norm_interface.default)
+def _weight_norm(em, out, v, g, dim=0):
+    """(g v / |v|, |v|), the norm over every dimension but `dim` (shaped like g)."""
+    ct = opmath(out[0][1])
+    vv, gg = em.convert(v, ct), em.convert(g, ct)
+    d = dim % v.rank
+    others = [i for i in range(v.rank) if i != d]
+    n = em.reshape(em.unary("sqrt", em.reduce_simple(em.binary("multiply", vv, vv), others, "add", 0)), g.shape)
+    w = em.binary("multiply", vv, em.broadcast_in_dim(em.binary("divide", gg, n), v.shape, list(range(v.rank))))
+    return em.convert(w, out[0][1]), em.convert(n, out[1][1])

@@ -282,3 +282,26 @@ def _topk(em, out, a, k, dim=-1, largest=True, sorted=True):
     limit = list(a.shape)
     limit[d] = k
     return (em.slice(v, [0] * a.rank, limit, [1] * a.rank), em.slice(i, [0] * a.rank, limit, [1] * a.rank))
+
+
+@rule(aten.linalg_vector_norm.default)
+def _vector_norm(em, out, a, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """sum(|x|^ord)^(1/ord) over dim (all when None); ord inf / -inf: max / min of |x|; 0:
+    the count of nonzeros."""
+    ct = opmath(out[1])
+    x = em.unary("abs", value(em, a, ct))
+    ds = dims_of(dim, a.rank)
+    if ord in (math.inf, -math.inf):
+        r = em.reduce_simple(x, ds, "maximum" if ord > 0 else "minimum", math.inf if ord < 0 else 0)
+    elif ord == 0:
+        nz = em.convert(em.compare("NE", x, em.const(0, ct, x.shape)), ct)
+        r = em.reduce_simple(nz, ds, "add", 0)
+    elif ord == 1:
+        r = em.reduce_simple(x, ds, "add", 0)
+    elif ord == 2:
+        r = em.unary("sqrt", em.reduce_simple(em.binary("multiply", x, x), ds, "add", 0))
+    else:
+        p = em.binary("power", x, em.const(float(ord), ct, x.shape))
+        s = em.reduce_simple(p, ds, "add", 0)
+        r = em.binary("power", s, em.const(1.0 / float(ord), ct, s.shape))
+    return _finish(em, r, out)

@@ -263,3 +263,33 @@ def test_cumulative_sort_and_topk(dtype):
     if dtype.is_floating_point:
         ops["logcumsumexp"] = lambda x: aten.logcumsumexp.default(x, 1)
     check(run_both(ops, [x]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_elu_and_vector_norms(dtype):
+    x = rand((5, 33), dtype, -3, 3, seed=12)
+    x[0, :4] = 0.0
+    ops = {
+        "elu": aten.elu.default, "selu": lambda x: aten.elu.default(x, 1.6732632, 1.0507010),
+        "celu": lambda x: aten.elu.default(x, 0.5, 1.0, 2.0),
+        "norm2": lambda x: aten.linalg_vector_norm.default(x), "norm2_dim": lambda x: aten.linalg_vector_norm.default(x, 2, [1], True),
+        "norm1": lambda x: aten.linalg_vector_norm.default(x, 1, [0]), "norm_inf": lambda x: aten.linalg_vector_norm.default(x, float("inf"), [1]),
+        "norm_ninf": lambda x: aten.linalg_vector_norm.default(x, float("-inf"), [1]),
+        "norm0": lambda x: aten.linalg_vector_norm.default(x, 0, [1]), "norm3": lambda x: aten.linalg_vector_norm.default(x, 3, [1]),
+    }
+    check(run_both(ops, [x]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_weight_norm_backward(dtype):
+    v, g = rand((6, 4, 3), dtype, seed=13), rand((6, 1, 1), dtype, 0.5, 2, seed=14)
+    gw = rand((6, 4, 3), dtype, seed=15)
+    g1 = rand((1, 1, 3), dtype, 0.5, 2, seed=16)  # (the eager kernel takes the first or the last dim)
+
+    def bwd(dim, gain):
+        def f(v, g, g1, gw):
+            gg = g if gain == "g" else g1
+            w, n = aten._weight_norm_interface.default(v, gg, dim)
+            return aten._weight_norm_interface_backward.default(gw, v, gg, n, dim)
+        return f
+    check(run_both({"dim0": bwd(0, "g"), "dim_last": bwd(2, "g1")}, [v, g, g1, gw]), dtype)
