@@ -74,40 +74,57 @@ def _conv_input_grad(em, g: V, w: V, in_shape, stride, padding, dilation, groups
 @rule(aten.convolution_backward.default)
 def _convolution_backward(em, out, g, x, w, bias_sizes, stride, padding, dilation, transposed,
                           output_padding, groups, mask):
-    if transposed:
-        raise Unsupported("convolution_backward of a transposed convolution")
     n = x.rank - 2
     stride, padding, dilation = _expand(stride, n), _expand(padding, n), _expand(dilation, n)
     ct = opmath(x.dtype)
     gc, xc, wc = em.convert(g, ct), em.convert(x, ct), em.convert(w, ct)
     results = [None, None, None]
+    k = w.shape[2:]
     if mask[0]:
-        results[0] = em.convert(_conv_input_grad(em, gc, wc, x.shape, stride, padding, dilation, groups), x.dtype)
-    if mask[1]:
-        # correlate the input (channels as batch) with the gradient (batch as features), one
-        # group at a time; depthwise, all at once (a batch group per channel, as JAX writes it)
-        k = w.shape[2:]
-        hi = [(k[d] - 1) * dilation[d] + (g.shape[2 + d] - 1) * stride[d] + 1 - x.shape[2 + d] - padding[d]
-              for d in range(n)]
-        sp = ", ".join(str(i) for i in range(n))
-        ci, co = x.shape[1] // groups, g.shape[1] // groups
-        if groups > 1 and ci == 1 and co == 1:
-            gw = conv(em, xc, gc, tuple(w.shape), dilation, padding, hi, stride,
-                      layout=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]", batch_groups=groups)
+        if transposed:  # the adjoint of the transposed convolution: the plain one, g -> x
+            hi = [max(0, (x.shape[2 + d] - 1) * stride[d] + dilation[d] * (k[d] - 1) + 1 - g.shape[2 + d] - padding[d])
+                  for d in range(n)]
+            dx = conv(em, gc, wc, x.shape, stride, padding, hi, dilation, groups)
         else:
-            parts = []
-            for j in range(groups):
-                xj = _channels(em, xc, j * ci, (j + 1) * ci)
-                gj = _channels(em, gc, j * co, (j + 1) * co)
-                part = conv(em, xj, gj, (ci, co) + tuple(k), dilation, padding, hi, stride,
-                            layout=f"[f, b, {sp}]x[i, o, {sp}]->[b, f, {sp}]")
-                parts.append(em.transpose(part, [1, 0] + list(range(2, 2 + n))))
-            gw = em.concat(parts, 0)
-        results[1] = em.convert(gw, w.dtype)
+            dx = _conv_input_grad(em, gc, wc, x.shape, stride, padding, dilation, groups)
+        results[0] = em.convert(dx, x.dtype)
+    if mask[1]:  # a transposed convolution's weight is that of the plain one from g to x
+        inp, grad = (gc, xc) if transposed else (xc, gc)
+        results[1] = em.convert(_filter_grad(em, inp, grad, w.shape, stride, padding, dilation, groups), w.dtype)
     if mask[2]:
         s = em.reduce_simple(gc, [0] + list(range(2, 2 + n)), "add", 0)
         results[2] = em.convert(s, g.dtype)
     return tuple(results)
+
+
+def _filter_grad(em, x: V, g: V, w_shape, stride, padding, dilation, groups) -> V:
+    """The gradient of the weight [O, I / groups, k...] of the convolution x -> g: the input
+    (channels as batch) correlated with the gradient (batch as features), one group at a
+    time; depthwise, all at once (a batch group per channel, as JAX writes it)."""
+    n = x.rank - 2
+    k = w_shape[2:]
+    hi = [(k[d] - 1) * dilation[d] + (g.shape[2 + d] - 1) * stride[d] + 1 - x.shape[2 + d] - padding[d]
+          for d in range(n)]
+    if any(h < 0 for h in hi):  # (output_padding beyond the padding) the last rows are never read
+        limit = list(x.shape)
+        for d in range(n):
+            if hi[d] < 0:
+                limit[2 + d] += hi[d]
+                hi[d] = 0
+        x = em.slice(x, [0] * x.rank, limit, [1] * x.rank)
+    sp = ", ".join(str(i) for i in range(n))
+    ci, co = x.shape[1] // groups, g.shape[1] // groups
+    if groups > 1 and ci == 1 and co == 1:
+        return conv(em, x, g, tuple(w_shape), dilation, padding, hi, stride,
+                    layout=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]", batch_groups=groups)
+    parts = []
+    for j in range(groups):
+        xj = _channels(em, x, j * ci, (j + 1) * ci)
+        gj = _channels(em, g, j * co, (j + 1) * co)
+        part = conv(em, xj, gj, (ci, co) + tuple(k), dilation, padding, hi, stride,
+                    layout=f"[f, b, {sp}]x[i, o, {sp}]->[b, f, {sp}]")
+        parts.append(em.transpose(part, [1, 0] + list(range(2, 2 + n))))
+    return em.concat(parts, 0)
 
 
 def _channels(em, v: V, lo: int, hi: int) -> V:

@@ -291,24 +291,49 @@ def _scatter(em, out, a, d, index, src, reduce=None):
 
 @rule(aten.index_put.default)
 def _index_put(em, out, a, indices, values, accumulate=False):
-    """a[indices] = values (or += when accumulate), indices on the leading dimensions."""
+    """a[indices] = values (or += when accumulate). None entries (and the dimensions after
+    the last index) are whole slices: the indexed dimensions are moved in front, the values
+    laid out as PyTorch's advanced indexing does (the broadcast index shape where adjacent
+    indexed dimensions stood, else in front), and the result moved back."""
     indices = list(indices)
-    if any(t is None for t in indices) or any(t.dtype == "i1" for t in indices):
-        raise Unsupported("index_put with None or boolean indices")
-    k = len(indices)
+    if any(t is not None and t.dtype == "i1" for t in indices):
+        raise Unsupported("index_put with boolean indices")
+    idx_dims = [d for d, t in enumerate(indices) if t is not None]
+    if not idx_dims:
+        raise Unsupported("index_put without indices")
+    idx = [indices[d] for d in idx_dims]
+    others = [d for d in range(a.rank) if d not in idx_dims]
+    perm = idx_dims + others
     bshape = ()
-    for t in indices:
+    for t in idx:
         bshape = _broadcast_shapes(bshape, t.shape)
+    nb, p0 = len(bshape), idx_dims[0]
+    adjacent = idx_dims == list(range(p0, idx_dims[-1] + 1))
+    if adjacent:  # values [a before, index shape, a after]
+        vshape = tuple(a.shape[:p0]) + tuple(bshape) + tuple(a.shape[idx_dims[-1] + 1:])
+    else:  # [index shape, the other dimensions]
+        vshape = tuple(bshape) + tuple(a.shape[d] for d in others)
+    upd = em.broadcast_to(em.convert(values, a.dtype), vshape)
+    if adjacent and p0 > 0:
+        upd = em.transpose(upd, list(range(p0, p0 + nb)) + list(range(p0)) + list(range(p0 + nb, len(vshape))))
+    moved = perm != list(range(a.rank))
+    at = em.transpose(a, perm) if moved else a
+    r = _scatter_leading(em, at, idx, bshape, upd, accumulate)
+    return em.transpose(r, [perm.index(d) for d in range(a.rank)]) if moved else r
+
+
+def _scatter_leading(em, a, indices, bshape, upd, accumulate):
+    """a with a[i0, i1, ..., :] = upd (or +=), the index tensors on a's leading dimensions
+    broadcast to bshape (negative indices count from the end); upd is [bshape, a's other dims]."""
+    k = len(indices)
     cols = []
     for d, t in enumerate(indices):
         t = em.broadcast_to(em.convert(t, "i64"), bshape)
         size = em.const(a.shape[d], "i64", bshape)
         t = em.select(em.compare("LT", t, em.const(0, "i64", bshape)), em.binary("add", t, size), t)
-        cols.append(em.reshape(t, bshape + (1,)))
-    start = em.concat(cols, len(bshape))
+        cols.append(em.reshape(t, tuple(bshape) + (1,)))
     nb = len(bshape)
-    upd_shape = tuple(bshape) + tuple(a.shape[k:])
-    upd = em.broadcast_to(em.convert(values, a.dtype), upd_shape)
+    start = em.concat(cols, nb)
     window = ", ".join(map(str, range(nb, nb + a.rank - k)))
     inserted = ", ".join(map(str, range(k)))
     dn = (f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = [{inserted}], "

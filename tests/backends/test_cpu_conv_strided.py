@@ -72,6 +72,7 @@ FILTER_GRADS = [  # (input, kernel, stride, padding): every one a strided view
     ((2, 700, 32), (9, 32, 32), (1,), "SAME"),  # padding: the cut copy
     ((1, 900, 24), (5, 24, 64), (3,), [(7, 2)]),  # asymmetric padding, stride 3, batch of one
     ((2, 1103, 16), (16, 16, 32), (4,), [(0, 0)]),  # the last samples beyond the window's reach (cut)
+    ((2, 1500, 48), (3, 48, 16), (1,), "SAME"),  # 16 output features: one half-used panel (masked stores)
 ]
 
 
@@ -161,3 +162,16 @@ def test_mixed_layout_with_the_spatial_dimension_innermost():
     def conv(x, w):
         return lax.conv_general_dilated(x, w, (1,), [(3, 1)], dimension_numbers=("NCH", "HIO", "NHC"))
     _check(conv, (x, w))
+
+
+def test_transposed_convolution_in_nchw_moves_to_nhwc(calls_of):
+    """An NCHW lhs-dilated convolution (PyTorch's transposed 1-D / 2-D ones) with 32 input
+    features runs in NHWC (cpu-conv-rows-layout's _rewrite_direct), against jax.jit."""
+    moved = calls_of("axle.backends.cpu.conv_rows_layout", "_rewrite_direct")
+    x, w = f32(2, 32, 1, 300), f32(16, 32, 1, 4, scale=0.1)
+
+    def up(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), [(0, 0), (2, 2)], lhs_dilation=(1, 2),
+                                        dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    _check(up, (x, w), taken=None)
+    assert True in moved

@@ -293,3 +293,43 @@ def test_weight_norm_backward(dtype):
             return aten._weight_norm_interface_backward.default(gw, v, gg, n, dim)
         return f
     check(run_both({"dim0": bwd(0, "g"), "dim_last": bwd(2, "g1")}, [v, g, g1, gw]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_index_put_with_whole_slices(dtype):
+    """index_put with None entries (Fold's col2im, nearest-upsampling gradients): adjacent
+    indexed dimensions after a slice, non-adjacent ones (the index shape in front), repeated
+    indices accumulated, negative indices, values broadcast."""
+    x = rand((3, 5, 6, 4), dtype, -3, 3, seed=17)
+    i = torch.tensor([[0, 2, -1], [4, 4, 1]])
+    j = torch.tensor([[5, 0, 3], [1, 1, 5]])
+    ops = {
+        "adjacent": lambda x: aten.index_put.default(x, [None, i, j], x[:, :2, :3] * 2, True),
+        "apart": lambda x: aten.index_put.default(x, [i % 3, None, j], x[0, :1, :1, :] + x[:2, :3, 0, :1].permute(0, 1, 2)[..., None, :1].reshape(2, 3, 1, 1).expand(2, 3, 5, 4), True),
+        "trailing": lambda x: aten.index_put.default(x, [None, None, j[0]], x[..., :3, :]),
+        "scalar": lambda x: aten.index_put.default(x, [None, i[0]], x[0, 0, 0, 0], False),
+    }
+    check(run_both(ops, [x]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_transposed_convolution_backward(dtype):
+    """convolution_backward of transposed convolutions (U-Net decoders, 1-D upsamplers): the
+    input gradient is the plain convolution of the gradient, the weight gradient that of the
+    plain convolution from the output to the input; strides, output_padding (also beyond the
+    padding), groups, 1-D."""
+    cases = {  # name: (x, weight, stride, pad, output_padding, groups)
+        "plain": ((2, 4, 7, 6), (4, 3, 3, 3), 1, 1, 0, 1), "strided": ((2, 4, 7, 6), (4, 3, 3, 3), 2, 1, 1, 1),
+        "strided_no_pad": ((2, 4, 7, 6), (4, 3, 3, 3), 2, 0, 0, 1), "groups": ((2, 4, 7, 6), (4, 2, 3, 3), 2, 1, 0, 2),
+        "one_d": ((2, 4, 9), (4, 5, 4), 3, 1, 2, 1),
+    }
+    for name, (xs, ws, st, pd, op_, groups) in cases.items():
+        dims = len(xs) - 2
+        args = [[st] * dims, [pd] * dims, [1] * dims, True, [op_] * dims, groups]
+        x, w = rand(xs, dtype, seed=21), rand(ws, dtype, seed=22)
+        y = aten.convolution.default(x, w, None, *args)
+        g = rand(tuple(y.shape), dtype, seed=23)
+
+        def f(x, w, g, args=args, n=ws[1] * groups):
+            return aten.convolution_backward.default(g, x, w, [n], *args, [True, True, True])
+        check(run_both({name: f}, [x, w, g]), dtype)

@@ -140,7 +140,9 @@ def _rewrite_direct(op: Operation) -> bool:
     DIRECT_MAX_WINDOW products, output features in blocks of 8), or with at least
     GEMM_MIN_FEATURES input features (im2col + GEMM, faster in NHWC): operands transposed
     to that layout, the result transposed back. The direct kernel ran an 8 -> 8 channel
-    3 x 3 convolution of 4 x 64 x 64 images at 56 GFLOP/s, im2col + GEMM in NCHW at 13."""
+    3 x 3 convolution of 4 x 64 x 64 images at 56 GFLOP/s, im2col + GEMM in NCHW at 13.
+    Also lhs-dilated ones (PyTorch's transposed convolutions) with enough input features:
+    a 1-D 32 -> 16 upsampler, stride 2, on 4 x 2048: 2.08 -> 1.18 ms with the transposes."""
     from axle.backends.cpu.kernels_conv import DIRECT, DIRECT_MAX_WINDOW, _direct_plan
     from axle.backends.cpu.kernels_conv_general import conv_window
     lhs, rhs = op.operands
@@ -152,7 +154,7 @@ def _rewrite_direct(op: Operation) -> bool:
     if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
         return False
     _, _, ldil, _, rev, fgc, bgc = conv_window(op)
-    if fgc != 1 or bgc != 1 or any(d != 1 for d in ldil) or any(rev) or _direct_plan(op) is not None:
+    if fgc != 1 or bgc != 1 or any(rev) or _direct_plan(op) is not None:
         return False
     kt = rhs.type
     window = kt.shape[dn.kernel_spatial_dimensions[0]] * kt.shape[dn.kernel_spatial_dimensions[1]]
@@ -160,7 +162,8 @@ def _rewrite_direct(op: Operation) -> bool:
     if window > 121 or out_px < window:
         return False  # a filter gradient (the window is the image): not the direct kernel's shape
     cin, cout = kt.shape[dn.kernel_input_feature_dimension], kt.shape[dn.kernel_output_feature_dimension]
-    direct = window * cin <= DIRECT_MAX_WINDOW and cout % 8 == 0
+    # (lhs dilation, a transposed convolution: not the direct kernel's; im2col's phases)
+    direct = window * cin <= DIRECT_MAX_WINDOW and cout % 8 == 0 and all(d == 1 for d in ldil)
     if not (direct or cin >= GEMM_MIN_FEATURES) or 0 in res.type.shape or 0 in lhs.type.shape:
         return False
     in_perm = [dn.input_batch_dimension, *dn.input_spatial_dimensions, dn.input_feature_dimension]
