@@ -85,6 +85,7 @@ def scatter(ctx: Context, op: Operation) -> None:
     def per_update(sidx, widx=None):
         # the operand index of the window's first element, once per update (the index
         # loads and bounds out of the window's loop, which then vectorizes)
+        b = em.b  # (the builder of the function the loop is in: _private_copies outlines it)
         start = _start_vector(em, indices, sidx, ivd)
         first = [em.const_i64(0)] * rt.rank
         for d_start, d_operand in enumerate(to_operand):
@@ -134,7 +135,83 @@ def scatter(ctx: Context, op: Operation) -> None:
     if list(uwd) == list(range(ut.rank - len(uwd), ut.rank)):
         # windows last in the updates (as JAX writes them): updates in row-major order are
         # one update's window after another, so this order applies them as the spec's does
-        em.loop_nest([ut.shape[d] for d in scatter_dims], per_update)
+        outer = [ut.shape[d] for d in scatter_dims]
+        if _private_copies(ctx, op, outer, dsts, per_update):
+            return
+        em.loop_nest(outer, per_update)
     else:  # element by element in the updates' row-major order (equal targets: that order)
         em.loop_nest(list(ut.shape), lambda ui: per_update([ui[d] for d in scatter_dims], [ui[d] for d in uwd]))
 
+
+
+PRIVATE_MAX_BYTES = 256 << 10  # a result small enough for a copy per thread...
+PRIVATE_MIN_RATIO = 8  # ...read by at least this many updates per element and thread
+UPDATE_WORK = 8  # simple ops per update (index load, bounds, load, combine, store)
+# integer combiners whose result does not depend on the order the updates come in (so a
+# copy per thread, combined at the end, gives the serial result bit for bit); the
+# idempotent ones start each copy from the input, add from zero
+_EXACT = {"stablehlo.maximum": True, "stablehlo.minimum": True, "stablehlo.or": True, "stablehlo.and": True,
+          "stablehlo.add": False}
+
+
+def _private_copies(ctx, op: Operation, outer: list, dsts: list, per_update) -> bool:
+    """A scatter of many updates into a small integer result whose combiner is exact in
+    any order (a histogram, HyperLogLog's scatter-max of 1M ranks into 16K registers,
+    segment counts): each thread scatters its share of the updates into its own copy of
+    the result, and the copies are combined with the same op at the end. Serial, 1M
+    updates took 1.4 ms."""
+    from axle.backends.cpu.parallel import max_threads, parallel_ok, split_ranges
+    from axle.ir.types import TensorType
+    em = ctx.em
+    body = op.regions[0].blocks[0].operations
+    rt = _ty(op.results[0])
+    et = rt.element_type
+    if len(op.results) != 1 or len(body) != 2 or body[0].name not in _EXACT or et.is_float or not outer:
+        return False
+    args = list(op.regions[0].blocks[0].arguments)
+    if set(body[0].operands) != set(args) or body[1].operands[0] is not body[0].results[0]:
+        return False
+    n_el, n_upd = 1, 1
+    for d in rt.shape:
+        n_el *= d
+    for d in outer:
+        n_upd *= d
+    slots = max_threads()
+    size = n_el * max(et.bitwidth // 8, 1)
+    if size > PRIVATE_MAX_BYTES or n_upd < PRIVATE_MIN_RATIO * n_el * slots or slots < 2 or not parallel_ok(ctx, n_upd * UPDATE_WORK):
+        return False
+    token = object()
+    scratch = ctx.temp_ref(TensorType((slots * n_el,), et), token)
+    i8p = ir.IntType(8).as_pointer()
+    memcpy = em.module.declare_intrinsic("llvm.memcpy", [i8p, i8p, ir.IntType(64)])
+    memset = em.module.declare_intrinsic("llvm.memset", [i8p, ir.IntType(64)])
+    c64 = em.const_i64
+    idem = _EXACT[body[0].name]
+
+    def slot(w):
+        b = ctx.b
+        return b.gep(b.bitcast(ctx.resolve(scratch), i8p), [b.mul(w, c64(size))], inbounds=True)
+    for w in range(slots):  # each copy: the input (idempotent combiners), else zeros
+        b = ctx.b
+        if idem:
+            b.call(memcpy, [slot(c64(w)), b.bitcast(ctx.buffer(op.results[0]), i8p), c64(size), ir.Constant(I1, 0)])
+        else:
+            b.call(memset, [slot(c64(w)), ir.Constant(ir.IntType(8), 0), c64(size), ir.Constant(I1, 0)])
+
+    def chunk(lo, hi, w):
+        dsts[0] = slot(w)
+        em.for_range_dynamic(lo, hi, lambda i: em.loop_nest(outer[1:], lambda rest: per_update([i] + rest)))
+    split_ranges(ctx, outer[0], n_upd * UPDATE_WORK, chunk, max_threads=slots)
+    dsts[0] = ctx.buffer(op.results[0])
+
+    def combine(e):
+        b = ctx.b
+        out = em.element_ptr(ctx.buffer(op.results[0]), et, e[0])
+        acc = S.load(b, out, et)
+        for w in range(slots):
+            part = S.load(b, em.element_ptr(slot(c64(w)), et, e[0]), et)
+            acc = em.region_scalars(op.regions[0], [acc, part])[0]
+        S.store(b, acc, out, et)
+    em.loop_nest([n_el], combine)
+    ctx.release(token)
+    return True
