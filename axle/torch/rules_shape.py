@@ -2,7 +2,7 @@
 StableHLO has values, not views)."""
 from __future__ import annotations
 
-from axle.torch.registry import Unsupported, V, aten, dim, rule, shape_of, value
+from axle.torch.registry import Unsupported, V, aten, dim, rule, shape_of, value, opmath
 
 
 @rule(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.view_copy.default,
@@ -350,3 +350,93 @@ def _checks(em, out, *_, **__):
     """Shape and metadata assertions torch.export records: true for the concrete sizes the
     program is compiled for, so they lower to nothing."""
     return None
+
+
+# ---- embedding bags (sum and mean; offsets into one flat index list)
+
+def _bag_of_each(em, indices: V, offsets: V, n_bags: int) -> V:
+    """offset2bag: the bag of each index (ones scattered at the bags' starts, summed)."""
+    n = indices.shape[0]
+    starts = em.slice(offsets, [0], [n_bags], [1]) if offsets.shape[0] != n_bags else offsets
+    marks = em.const(0, "i64", (n,))
+    ones = em.const(1, "i64", (n_bags,))
+    marks = _scatter_leading(em, marks, [em.convert(starts, "i64")], (n_bags,), ones, True)  # (n: dropped)
+    region = em.scalar_region(["i64"], lambda e, l, r: [e.binary("add", l[0], r[0])])
+    attrs = (f"window_dimensions = array<i64: {n}>, window_strides = array<i64: 1>, "
+             f"padding = dense<[[{n - 1}, 0]]> : tensor<1x2xi64>")
+    total = em.op("stablehlo.reduce_window", [marks, em.const(0, "i64")], (n,), "i64", attrs, region)
+    return em.binary("subtract", total, em.const(1, "i64", (n,)))
+
+
+def _bag_rows(em, rows: V, indices: V, per_sample_weights, padding_idx):
+    """rows [L, D] weighted per sample and zero at padding_idx; and the 0/1 count of each."""
+    n, dd = rows.shape
+    keep = em.const(1, rows.dtype, (n,))
+    if padding_idx is not None and padding_idx >= 0:
+        keep = em.convert(em.compare("NE", em.convert(indices, "i64"), em.const(padding_idx, "i64", (n,))), rows.dtype)
+    scale = keep if per_sample_weights is None else em.binary("multiply", keep, em.convert(per_sample_weights, rows.dtype))
+    return em.binary("multiply", rows, em.broadcast_in_dim(scale, (n, dd), [0])), keep
+
+
+@rule(aten._embedding_bag.default, aten._embedding_bag_forward_only.default)
+def _embedding_bag(em, out, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                   per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """Sums (mode 0) or means (mode 1) of weight's rows per bag; a bag is the indices from its
+    offset to the next (empty bags give zeros)."""
+    if mode not in (0, 1) or indices.rank != 1:
+        raise Unsupported("_embedding_bag other than sum / mean over 1-D indices")
+    n_bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    ct = opmath(weight.dtype)
+    o2b = _bag_of_each(em, indices, offsets, n_bags)
+    rows = em.convert(_gather_indices(em, weight, [indices]), ct)
+    rows, keep = _bag_rows(em, rows, indices, per_sample_weights, padding_idx)
+    dd = weight.shape[1]
+    total = _scatter_leading(em, em.const(0, ct, (n_bags, dd)), [o2b], indices.shape, rows, True)
+    count = _scatter_leading(em, em.const(0, ct, (n_bags,)), [o2b], indices.shape, keep, True)
+    if mode == 1:
+        den = em.binary("maximum", count, em.const(1, ct, (n_bags,)))
+        total = em.binary("divide", total, em.broadcast_in_dim(den, (n_bags, dd), [0]))
+    res = [em.convert(total, out[0][1])]
+    for o, v in zip(out[1:], (o2b, em.convert(count, "i64"))):  # offset2bag, bag_size as recorded
+        res.append(em.convert(v, o[1]) if tuple(shape_of(o)) == tuple(v.shape) else em.const(0, o[1], shape_of(o)))
+    res.append(em.const(0, out[3][1], shape_of(out[3])))  # max_indices (unused by sum / mean)
+    return tuple(res)
+
+
+def _bag_grad(em, out, grad, indices, o2b, num_weights, scale_grad_by_freq, mode, per_sample_weights,
+              padding_idx):
+    """The dense gradient of the weight: each bag's gradient (over its size for means) added
+    to the rows of its indices."""
+    if scale_grad_by_freq or mode not in (0, 1):
+        raise Unsupported("embedding_bag gradient with scale_grad_by_freq or mode max")
+    n_bags, dd = grad.shape
+    ct = opmath(grad.dtype)
+    rows = _gather_indices(em, em.convert(grad, ct), [o2b])
+    if mode == 1:
+        _, keep = _bag_rows(em, em.const(0, ct, (indices.shape[0], 1)), indices, None, padding_idx)
+        count = _scatter_leading(em, em.const(0, ct, (n_bags,)), [o2b], indices.shape, keep, True)
+        per = _gather_indices(em, em.binary("maximum", count, em.const(1, ct, (n_bags,))), [o2b])
+        rows = em.binary("divide", rows, em.broadcast_in_dim(per, rows.shape, [0]))
+    rows, _ = _bag_rows(em, rows, indices, per_sample_weights, padding_idx)
+    gw = _scatter_leading(em, em.const(0, ct, (num_weights, dd)), [em.convert(indices, "i64")], indices.shape, rows, True)
+    return em.convert(gw, out[1])
+
+
+@rule(aten._embedding_bag_backward.default)
+def _embedding_bag_backward(em, out, grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+                            scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx=-1):
+    """(the bags recomputed from the offsets)"""
+    if sparse:
+        raise Unsupported("sparse embedding_bag gradients")
+    o2b = _bag_of_each(em, indices, offsets, grad.shape[0])
+    return _bag_grad(em, out, grad, indices, o2b, num_weights, scale_grad_by_freq, mode, per_sample_weights,
+                     padding_idx)
+
+
+@rule(aten._embedding_bag_dense_backward.default)
+def _embedding_bag_dense_backward(em, out, grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
+                                  scale_grad_by_freq, mode, per_sample_weights, padding_idx=-1):
+    if offset2bag.shape != indices.shape:
+        raise Unsupported("_embedding_bag_dense_backward without the bag of each index")
+    return _bag_grad(em, out, grad, indices, em.convert(offset2bag, "i64"), num_weights, scale_grad_by_freq, mode,
+                     per_sample_weights, padding_idx)

@@ -333,3 +333,28 @@ def test_transposed_convolution_backward(dtype):
         def f(x, w, g, args=args, n=ws[1] * groups):
             return aten.convolution_backward.default(g, x, w, [n], *args, [True, True, True])
         check(run_both({name: f}, [x, w, g]), dtype)
+
+
+@pytest.mark.parametrize("mode", [0, 1], ids=["sum", "mean"])
+def test_embedding_bag_and_its_gradient(mode):
+    """_embedding_bag (sum / mean over offsets, an empty bag, include_last_offset,
+    per-sample weights, padding_idx) and its dense weight gradient, against eager."""
+    w = rand((20, 6), torch.float32, seed=31)
+    idx = torch.tensor([3, 7, 7, 0, 19, 4, 4, 4, 12, 1])
+    offs = torch.tensor([0, 3, 3, 6])
+    psw = rand((10,), torch.float32, 0.5, 1.5, seed=32)
+    g = rand((4, 6), torch.float32, seed=33)
+
+    def fwd(w, psw, g, **kw):
+        return aten._embedding_bag.default(w, idx, offs, False, mode, **kw)[0]
+
+    def bwd(w, psw, g, pad=-1):
+        o, o2b, size, mx = aten._embedding_bag.default(w, idx, offs, False, mode, padding_idx=pad)
+        return aten._embedding_bag_backward.default(g, idx, offs, o2b, size, mx, 20, False, mode, False, None, pad)
+    ops = {"plain": fwd, "padding": lambda *a: fwd(*a, padding_idx=4),
+           "last_offset": lambda w, psw, g: aten._embedding_bag.default(w, idx, torch.tensor([0, 3, 6, 10]), False,
+                                                                          mode, include_last_offset=True)[0],
+           "grad": bwd, "grad_padding": lambda *a: bwd(*a, pad=7)}
+    if mode == 0:
+        ops["weighted"] = lambda w, psw, g: aten._embedding_bag.default(w, idx, offs, False, 0, per_sample_weights=psw)[0]
+    check(run_both(ops, [w, psw, g]), torch.float32)
