@@ -246,15 +246,12 @@ def _sorted(em, a, d: int, descending: bool):
     idx = em.iota(a.shape, d, "i64")
 
     def before(e, l, r):  # l before r
+        strict = e.compare("GT" if descending else "LT", l[0], r[0])
+        if not is_float(a.dtype):
+            return [strict]
         lnan, rnan = e.compare("NE", l[0], l[0]), e.compare("NE", r[0], r[0])
-        if descending:
-            strict = e.compare("GT", l[0], r[0])
-            return [e.binary("or", strict, e.binary("and", lnan, e.unary("not", rnan)))]
-        strict = e.compare("LT", l[0], r[0])
-        return [e.binary("or", strict, e.binary("and", rnan, e.unary("not", lnan)))]
-    if not is_float(a.dtype):
-        def before(e, l, r):  # noqa: F811  (integers: no NaN)
-            return [e.compare("GT" if descending else "LT", l[0], r[0])]
+        first, second = (lnan, rnan) if descending else (rnan, lnan)  # NaN: the largest
+        return [e.binary("or", strict, e.binary("and", first, e.unary("not", second)))]
     region = em.scalar_region([a.dtype, "i64"], before, pairs=True)
     return em.op_multi("stablehlo.sort", [a, idx], [(a.shape, a.dtype), (a.shape, "i64")],
                        f"dimension = {d} : i64, is_stable = true", region)

@@ -39,7 +39,7 @@ from typing import Optional
 from llvmlite import ir
 
 from axle.codegen.dot import run_stride
-from axle.codegen.emitter import _ty
+from axle.codegen.emitter import _strides, _ty
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, element_type
 
@@ -133,14 +133,9 @@ def _outer_contracting(lt: TensorType, rt: TensorType, lc: list, rc: list):
     ones): the longest tail of the contracting pairs that forms one strided run in both
     operands, the pairs before it looped over, each step's product added to C (an einsum
     "etd,edf->tf", the dense form of lax.ragged_dot). No loops when every pair is in the run."""
-    def strides(t):
-        out = [1] * t.rank
-        for i in range(t.rank - 2, -1, -1):
-            out[i] = out[i + 1] * t.shape[i + 1]
-        return out
     if run_stride(lt, lc) is not None and run_stride(rt, rc) is not None:
         return lc, rc, []
-    ls, rs = strides(lt), strides(rt)
+    ls, rs = _strides(lt.shape), _strides(rt.shape)
     best = None
     pairs = list(zip(lc, rc))  # in the given order, and innermost last in either operand
     for order in (pairs, sorted(pairs, key=lambda p: -ls[p[0]]), sorted(pairs, key=lambda p: -rs[p[1]])):
@@ -160,12 +155,7 @@ def _batch_dims(lt: TensorType, rt: TensorType, lb: list, rb: list) -> list:
     """[(extent, lhs stride, rhs stride)] of the batch dimensions (size-1 ones left out,
     runs that are contiguous in both operands merged): the batch dimensions need not be
     adjacent (attention's [B, S, H, D] operands batch over B and H)."""
-    def strides(t):
-        out = [1] * t.rank
-        for i in range(t.rank - 2, -1, -1):
-            out[i] = out[i + 1] * t.shape[i + 1]
-        return out
-    ls, rs = strides(lt), strides(rt)
+    ls, rs = _strides(lt.shape), _strides(rt.shape)
     dims = []
     for a, b in zip(lb, rb):
         if lt.shape[a] == 1:
