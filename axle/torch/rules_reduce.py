@@ -302,3 +302,24 @@ def _vector_norm(em, out, a, ord=2, dim=None, keepdim=False, *, dtype=None):
         s = em.reduce_simple(p, ds, "add", 0)
         r = em.binary("power", s, em.const(1.0 / float(ord), ct, s.shape))
     return _finish(em, r, out)
+
+
+@rule(aten._trilinear.default)
+def _trilinear(em, out, i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    """sum over sumdim of i1 * i2 * i3, each with unit dimensions inserted at its expand
+    list (nn.Bilinear's form, and its own gradients)."""
+    ct = opmath(out[1])
+    rank = i1.rank + len(expand1)
+    vals = []
+    for t, ex in ((i1, expand1), (i2, expand2), (i3, expand3)):
+        shape, it = [], iter(t.shape)
+        for d in range(rank):
+            shape.append(1 if d in ex else next(it))
+        vals.append(em.reshape(value(em, t, ct), tuple(shape)))
+    full = tuple(max(v.shape[d] for v in vals) for d in range(rank))
+    prod = None
+    for v in vals:
+        kept = [d for d in range(rank) if v.shape[d] == full[d]]
+        b = em.broadcast_in_dim(em.reshape(v, tuple(full[d] for d in kept)), full, kept)
+        prod = b if prod is None else em.binary("multiply", prod, b)
+    return _finish(em, em.reduce_simple(prod, sorted(sumdim), "add", 0), out)

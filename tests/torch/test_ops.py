@@ -358,3 +358,11 @@ def test_embedding_bag_and_its_gradient(mode):
     if mode == 0:
         ops["weighted"] = lambda w, psw, g: aten._embedding_bag.default(w, idx, offs, False, 0, per_sample_weights=psw)[0]
     check(run_both(ops, [w, psw, g]), torch.float32)
+
+
+def test_trilinear_as_in_bilinear_layers():
+    x1, x2 = rand((5, 4), torch.float32, seed=41), rand((5, 6), torch.float32, seed=42)
+    w = rand((3, 4, 6), torch.float32, seed=43)
+    ops = {"bilinear": lambda x1, x2, w: aten._trilinear.default(x1, w, x2, [1, 3], [0], [1, 2], [2, 3]),
+           "other": lambda x1, x2, w: aten._trilinear.default(w, x1, x2, [0], [1, 3], [1, 2], [1])}
+    check(run_both(ops, [x1, x2, w]), torch.float32)
