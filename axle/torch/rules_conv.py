@@ -1,5 +1,5 @@
 """Convolutions and pooling (N-d, channels first): convolution, convolution_backward,
-max_pool2d_with_indices(_backward), avg_pool2d, _adaptive_avg_pool2d."""
+max_pool2d / 3d_with_indices(_backward), avg_pool2d / 3d(_backward), _adaptive_avg_pool2d."""
 from __future__ import annotations
 
 import math
@@ -135,8 +135,7 @@ def _channels(em, v: V, lo: int, hi: int) -> V:
     return em.slice(v, start, limit, [1] * v.rank)
 
 
-def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode):
-    n = 2
+def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, n=2):
     kernel = _expand(kernel, n)
     stride = _expand(stride, n) if stride else kernel
     padding, dilation = _expand(padding, n), _expand(dilation, n)
@@ -155,89 +154,133 @@ def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode):
 
 
 def _window_attrs(rank, kernel, stride, dilation, lo, hi):
-    lead = rank - 2
+    lead = rank - len(kernel)
     pads = ", ".join(["[0, 0]"] * lead + [f"[{a}, {b}]" for a, b in zip(lo, hi)])
     arr = lambda v: "array<i64: " + ", ".join(str(x) for x in [1] * lead + list(v)) + ">"
     return (f"window_dimensions = {arr(kernel)}, window_strides = {arr(stride)}, "
             f"window_dilations = {arr(dilation)}, padding = dense<[{pads}]> : tensor<{rank}x2xi64>")
 
 
-@rule(aten.max_pool2d_with_indices.default)
-def _max_pool(em, out, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    kernel, stride, dilation, lo, hi, _ = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode)
-    plane = x.shape[-2:]
-    idx = em.binary("add", em.binary("multiply", em.iota(x.shape, x.rank - 2, "i64"),
-                                     em.const(plane[1], "i64", x.shape)), em.iota(x.shape, x.rank - 1, "i64"))
+def _max_pool_nd(n):
+    def lower(em, out, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+        """The window maxima and the flat index of each within its (spatial) plane."""
+        kernel, stride, dilation, lo, hi, _ = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, n)
+        plane = x.shape[-n:]
+        idx = None
+        for d in range(n):  # row-major position over the last n dimensions
+            term = em.iota(x.shape, x.rank - n + d, "i64")
+            idx = term if idx is None else em.binary("add", em.binary("multiply", idx, em.const(plane[d], "i64", x.shape)), term)
 
-    def body(e, l, r):  # the larger value; the first (smallest index) among equals; NaN wins
-        lv, li, rv, ri = l[0], l[1], r[0], r[1]
-        take_l = e.binary("or", e.compare("GT", lv, rv), e.compare("NE", lv, lv))
-        tie = e.binary("and", e.compare("EQ", lv, rv), e.compare("LT", li, ri))
-        take_l = e.binary("or", take_l, tie)
-        take_l = e.binary("and", take_l, e.unary("not", e.binary("and", e.compare("NE", rv, rv), e.compare("EQ", lv, lv))))
-        return [e.select(take_l, lv, rv), e.select(take_l, li, ri)]
+        def body(e, l, r):  # the larger value; the first (smallest index) among equals; NaN wins
+            lv, li, rv, ri = l[0], l[1], r[0], r[1]
+            take_l = e.binary("or", e.compare("GT", lv, rv), e.compare("NE", lv, lv))
+            tie = e.binary("and", e.compare("EQ", lv, rv), e.compare("LT", li, ri))
+            take_l = e.binary("or", take_l, tie)
+            take_l = e.binary("and", take_l, e.unary("not", e.binary("and", e.compare("NE", rv, rv), e.compare("EQ", lv, lv))))
+            return [e.select(take_l, lv, rv), e.select(take_l, li, ri)]
 
-    region = em.scalar_region([x.dtype, "i64"], body)
-    shape = shape_of(out[0])
-    init = [em.const(_extreme(x.dtype, True), x.dtype), em.const(-1, "i64")]
-    v, i = em.op_multi("stablehlo.reduce_window", [x, idx] + init, [(shape, x.dtype), (shape, "i64")],
-                       _window_attrs(x.rank, kernel, stride, dilation, lo, hi), region)
-    return v, i
+        region = em.scalar_region([x.dtype, "i64"], body)
+        shape = shape_of(out[0])
+        init = [em.const(_extreme(x.dtype, True), x.dtype), em.const(-1, "i64")]
+        v, i = em.op_multi("stablehlo.reduce_window", [x, idx] + init, [(shape, x.dtype), (shape, "i64")],
+                           _window_attrs(x.rank, kernel, stride, dilation, lo, hi), region)
+        return v, i
+    return lower
 
 
-@rule(aten.max_pool2d_with_indices_backward.default)
-def _max_pool_backward(em, out, g, x, kernel, stride, padding, dilation, ceil_mode, indices):
-    """Scatter-add each gradient to the flat input position its window's maximum came from."""
-    lead = x.rank - 2
-    plane = x.shape[-2] * x.shape[-1]
-    flat_x = x.shape[:lead] + (plane,)
-    flat_i = indices.shape[:lead] + (math.prod(indices.shape[-2:]),)
-    idx = em.reshape(indices, flat_i)
-    gf = em.reshape(em.convert(g, x.dtype), flat_i)
-    cols = [em.reshape(em.iota(flat_i, d, "i64"), flat_i + (1,)) for d in range(lead)]
-    cols.append(em.reshape(idx, flat_i + (1,)))
-    coords = em.concat(cols, len(flat_i))
-    ct = opmath(x.dtype)
-    zero = em.const(0, ct, flat_x)
-    ds = ", ".join(map(str, range(len(flat_x))))
-    dn = (f"#stablehlo.scatter<inserted_window_dims = [{ds}], scatter_dims_to_operand_dims = [{ds}], "
-          f"index_vector_dim = {len(flat_i)}>")
-    region = em.scalar_region([ct], lambda e, l, r: [e.binary("add", l[0], r[0])])
-    r = em.op("stablehlo.scatter", [zero, coords, em.convert(gf, ct)], flat_x, ct,
-              f"scatter_dimension_numbers = {dn}, indices_are_sorted = false, unique_indices = false", region)
-    return em.convert(em.reshape(r, x.shape), x.dtype)
+rule(aten.max_pool2d_with_indices.default)(_max_pool_nd(2))
+rule(aten.max_pool3d_with_indices.default)(_max_pool_nd(3))
+
+
+def _max_pool_backward_nd(n):
+    def lower(em, out, g, x, kernel, stride, padding, dilation, ceil_mode, indices):
+        """Scatter-add each gradient to the flat input position its window's maximum came from."""
+        lead = x.rank - n
+        flat_x = x.shape[:lead] + (math.prod(x.shape[lead:]),)
+        flat_i = indices.shape[:lead] + (math.prod(indices.shape[lead:]),)
+        idx = em.reshape(indices, flat_i)
+        gf = em.reshape(em.convert(g, x.dtype), flat_i)
+        cols = [em.reshape(em.iota(flat_i, d, "i64"), flat_i + (1,)) for d in range(lead)]
+        cols.append(em.reshape(idx, flat_i + (1,)))
+        coords = em.concat(cols, len(flat_i))
+        ct = opmath(x.dtype)
+        zero = em.const(0, ct, flat_x)
+        ds = ", ".join(map(str, range(len(flat_x))))
+        dn = (f"#stablehlo.scatter<inserted_window_dims = [{ds}], scatter_dims_to_operand_dims = [{ds}], "
+              f"index_vector_dim = {len(flat_i)}>")
+        region = em.scalar_region([ct], lambda e, l, r: [e.binary("add", l[0], r[0])])
+        r = em.op("stablehlo.scatter", [zero, coords, em.convert(gf, ct)], flat_x, ct,
+                  f"scatter_dimension_numbers = {dn}, indices_are_sorted = false, unique_indices = false", region)
+        return em.convert(em.reshape(r, x.shape), x.dtype)
+    return lower
+
+
+rule(aten.max_pool2d_with_indices_backward.default)(_max_pool_backward_nd(2))
+rule(aten.max_pool3d_with_indices_backward.default)(_max_pool_backward_nd(3))
 
 
 def _window_sum(em, x, kernel, stride, lo, hi):
+    n = len(kernel)
     region = em.scalar_region([x.dtype], lambda e, l, r: [e.binary("add", l[0], r[0])])
     rank = x.rank
-    out = [x.shape[d] for d in range(rank - 2)] + [
-        (x.shape[rank - 2 + d] + lo[d] + hi[d] - kernel[d]) // stride[d] + 1 for d in range(2)]
+    out = [x.shape[d] for d in range(rank - n)] + [
+        (x.shape[rank - n + d] + lo[d] + hi[d] - kernel[d]) // stride[d] + 1 for d in range(n)]
     return em.op("stablehlo.reduce_window", [x, em.const(0, x.dtype)], out, x.dtype,
-                 _window_attrs(rank, kernel, stride, [1, 1], lo, hi), region)
+                 _window_attrs(rank, kernel, stride, [1] * n, lo, hi), region)
 
 
-@rule(aten.avg_pool2d.default)
-def _avg_pool(em, out, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-              divisor_override=None):
-    kernel, stride, _, lo, hi, _ = _pool_geometry(x, kernel, stride, padding, 1, ceil_mode)
-    ct = opmath(x.dtype)
-    xc = em.convert(x, ct)
-    s = _window_sum(em, xc, kernel, stride, lo, hi)
+def _avg_counts(em, x, ct, kernel, stride, padding, lo, hi, out_shape, count_include_pad, divisor_override):
+    """Each window's divisor, broadcast to the pooled shape."""
+    n = len(kernel)
     if divisor_override:
-        cnt = em.const(divisor_override, ct, s.shape)
+        return em.const(divisor_override, ct, out_shape)
+    # the count of each window: inside the padded input (count_include_pad) or the input
+    ones = em.const(1, ct, x.shape[-n:])
+    if count_include_pad:
+        ones = em.pad(ones, em.const(1, ct), padding, padding)
+        ones = em.pad(ones, em.const(0, ct), [0] * n, [h - p for h, p in zip(hi, padding)])
     else:
-        # the count of each window: inside the padded input (count_include_pad) or the input
-        ones = em.const(1, ct, x.shape[-2:])
-        padding = _expand(padding, 2)
-        if count_include_pad:
-            ones = em.pad(ones, em.const(1, ct), padding, padding)
-            ones = em.pad(ones, em.const(0, ct), [0, 0], [h - p for h, p in zip(hi, padding)])
-        else:
-            ones = em.pad(ones, em.const(0, ct), lo, hi)
-        c = _window_sum(em, em.reshape(ones, (1, 1) + ones.shape), kernel, stride, [0, 0], [0, 0])
-        cnt = em.broadcast_in_dim(em.reshape(c, c.shape[-2:]), s.shape, [s.rank - 2, s.rank - 1])
-    return em.convert(em.binary("divide", s, cnt), out[1])
+        ones = em.pad(ones, em.const(0, ct), lo, hi)
+    c = _window_sum(em, em.reshape(ones, (1, 1) + ones.shape), kernel, stride, [0] * n, [0] * n)
+    return em.broadcast_in_dim(em.reshape(c, c.shape[-n:]), out_shape, list(range(len(out_shape) - n, len(out_shape))))
+
+
+def _avg_pool_nd(n):
+    def lower(em, out, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+              divisor_override=None):
+        kernel, stride, _, lo, hi, _ = _pool_geometry(x, kernel, stride, padding, 1, ceil_mode, n)
+        ct = opmath(x.dtype)
+        s = _window_sum(em, em.convert(x, ct), kernel, stride, lo, hi)
+        cnt = _avg_counts(em, x, ct, kernel, stride, _expand(padding, n), lo, hi, s.shape, count_include_pad,
+                          divisor_override)
+        return em.convert(em.binary("divide", s, cnt), out[1])
+    return lower
+
+
+_avg_pool = _avg_pool_nd(2)
+rule(aten.avg_pool2d.default)(_avg_pool)
+rule(aten.avg_pool3d.default)(_avg_pool_nd(3))
+
+
+def _avg_pool_backward_nd(n):
+    def lower(em, out, g, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+        """Each window's gradient over its divisor, spread over the window: the gradient
+        dilated by the stride, padded by the window less the forward padding, window-summed."""
+        kernel, stride, _, lo, hi, _ = _pool_geometry(x, kernel, stride, padding, 1, ceil_mode, n)
+        ct = opmath(x.dtype)
+        cnt = _avg_counts(em, x, ct, kernel, stride, _expand(padding, n), lo, hi, g.shape, count_include_pad,
+                          divisor_override)
+        gs = em.binary("divide", em.convert(g, ct), cnt)
+        lead = g.rank - n
+        low = [0] * lead + [k - 1 - p for k, p in zip(kernel, lo)]
+        high = [0] * lead + [x.shape[lead + d] - (g.shape[lead + d] - 1) * stride[d] - 1 + lo[d] for d in range(n)]
+        padded = em.pad(gs, em.const(0, ct), low, high, [0] * lead + [s_ - 1 for s_ in stride])
+        return em.convert(_window_sum(em, padded, kernel, [1] * n, [0] * n, [0] * n), out[1])
+    return lower
+
+
+rule(aten.avg_pool2d_backward.default)(_avg_pool_backward_nd(2))
+rule(aten.avg_pool3d_backward.default)(_avg_pool_backward_nd(3))
 
 
 @rule(aten._adaptive_avg_pool2d.default)

@@ -366,3 +366,35 @@ def test_trilinear_as_in_bilinear_layers():
     ops = {"bilinear": lambda x1, x2, w: aten._trilinear.default(x1, w, x2, [1, 3], [0], [1, 2], [2, 3]),
            "other": lambda x1, x2, w: aten._trilinear.default(w, x1, x2, [0], [1, 3], [1, 2], [1])}
     check(run_both(ops, [x1, x2, w]), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_pooling_3d_and_average_gradients(dtype):
+    """max / avg pooling over 3-D windows and the gradients of both (2-D average gradients
+    too): padding, strides unlike the window, ceil_mode, count_include_pad, divisor_override."""
+    x3 = rand((2, 3, 7, 8, 9), dtype, seed=51)
+    x2 = rand((2, 3, 9, 10), dtype, seed=52)
+
+    def max3_bwd(x3, x2):
+        v, i = aten.max_pool3d_with_indices.default(x3, [3, 2, 3], [2, 2, 1], [1, 0, 1])
+        return aten.max_pool3d_with_indices_backward.default(torch.sin(v * 0 + 1.5), x3, [3, 2, 3], [2, 2, 1], [1, 0, 1],
+                                                            [1, 1, 1], False, i)
+
+    def avg_bwd(x, kernel, stride, pad, ceil, incl, div, three):
+        fwd = aten.avg_pool3d.default if three else aten.avg_pool2d.default
+        bwd = aten.avg_pool3d_backward.default if three else aten.avg_pool2d_backward.default
+        y = fwd(x, kernel, stride, pad, ceil, incl, div)
+        g = torch.cos(y * 0 + 0.3) + y * 0  # (a constant gradient of y's shape)
+        return bwd(g, x, kernel, stride, pad, ceil, incl, div)
+    ops = {
+        "max3": lambda x3, x2: aten.max_pool3d_with_indices.default(x3, [3, 2, 3], [2, 2, 1], [1, 0, 1]),
+        "max3_ceil": lambda x3, x2: aten.max_pool3d_with_indices.default(x3, [2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], True),
+        "max3_backward": max3_bwd,
+        "avg3": lambda x3, x2: aten.avg_pool3d.default(x3, [3, 3, 2], [2, 1, 2], [1, 1, 0]),
+        "avg3_exclude": lambda x3, x2: aten.avg_pool3d.default(x3, [3, 3, 3], [2, 2, 2], [1, 1, 1], False, False),
+        "avg3_backward": lambda x3, x2: avg_bwd(x3, [3, 3, 2], [2, 1, 2], [1, 1, 0], False, True, None, True),
+        "avg3_backward_exclude_ceil": lambda x3, x2: avg_bwd(x3, [3, 3, 3], [2, 2, 2], [1, 1, 1], True, False, None, True),
+        "avg2_backward": lambda x3, x2: avg_bwd(x2, [3, 2], [2, 2], [1, 0], False, True, None, False),
+        "avg2_backward_div": lambda x3, x2: avg_bwd(x2, [2, 3], [1, 2], [0, 1], True, True, 5, False),
+    }
+    check(run_both(ops, [x3, x2]), dtype)
