@@ -208,9 +208,14 @@ def run(name):
           f"fwd err {err:.1e}  grad err {gerr:.1e}", flush=True)
 
 
-if __name__ == "__main__":
-    for n in (sys.argv[1].split(",") if len(sys.argv) > 1 else list(P)):
+def main(table, run_one) -> None:
+    """run_one(name) for the names on the command line (comma-separated), else all of table's."""
+    for n in (sys.argv[1].split(",") if len(sys.argv) > 1 else list(table)):
         try:
-            run(n)
+            run_one(n)
         except Exception as ex:  # a failure is a finding
             print(f"{n:28s} FAILED {type(ex).__name__}: {str(ex)[:300]}", flush=True)
+
+
+if __name__ == "__main__":
+    main(P, run)

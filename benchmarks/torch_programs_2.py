@@ -10,7 +10,6 @@ back to eager (the bridge's warning, otherwise silent) or Dynamo broke the graph
 
 Usage: AXLE_NUM_THREADS=1 python benchmarks/torch_programs_2.py [name,name,...]"""
 import math
-import sys
 import warnings
 
 import torch
@@ -545,8 +544,4 @@ def run(name):
 
 
 if __name__ == "__main__":
-    for n in (sys.argv[1].split(",") if len(sys.argv) > 1 else list(P)):
-        try:
-            run(n)
-        except Exception as ex:  # a failure is a finding
-            print(f"{n:28s} FAILED {type(ex).__name__}: {str(ex)[:300]}", flush=True)
+    T.main(P, run)

@@ -334,6 +334,39 @@ def sweep():
     return table, program
 
 
+def helpers(seed: int):
+    """The later sweeps' input makers, drawing from one generator seeded with `seed`:
+    (R, f32, unif, ints, key, pkey, mlp_params, mlp)."""
+    import jax
+    r = np.random.default_rng(seed)
+
+    def f32(*s, scale=1.0):
+        return (r.standard_normal(s) * scale).astype(np.float32)
+
+    def unif(lo, hi, *s):
+        return r.uniform(lo, hi, s).astype(np.float32)
+
+    def ints(lo, hi, *s, dt=np.int32):
+        return r.integers(lo, hi, s).astype(dt)
+
+    def key(k=seed):
+        return np.asarray(jax.random.key_data(jax.random.PRNGKey(k)))
+
+    def pkey(k):
+        return jax.random.wrap_key_data(k)
+
+    def mlp_params(*dims, scale=1.0):
+        return [(f32(a, b, scale=scale / np.sqrt(a)), np.zeros(b, np.float32)) for a, b in zip(dims[:-1], dims[1:])]
+
+    def mlp(ps, x, act=jax.nn.gelu):
+        for i, (w, b) in enumerate(ps):
+            x = x @ w + b
+            if i < len(ps) - 1:
+                x = act(x)
+        return x
+    return r, f32, unif, ints, key, pkey, mlp_params, mlp
+
+
 def main(table) -> None:
     """Bench the programs named on the command line (comma-separated), else all of table's."""
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else list(table)

@@ -39,21 +39,9 @@ import ml_dtypes
 
 import unseen_programs as U
 
-R = np.random.default_rng(11)
+R, f32, unif, ints, key, pkey, mlp_params, mlp = U.helpers(11)
 P, prog = U.sweep()
 BF = ml_dtypes.bfloat16
-def f32(*s, scale=1.0): return (R.standard_normal(s) * scale).astype(np.float32)
-def unif(lo, hi, *s): return R.uniform(lo, hi, s).astype(np.float32)
-def ints(lo, hi, *s, dt=np.int32): return R.integers(lo, hi, s).astype(dt)
-def key(seed=11): return np.asarray(jax.random.key_data(jax.random.PRNGKey(seed)))
-def pkey(k): return jax.random.wrap_key_data(k)
-def mlp_params(*dims, scale=1.0):
-    return [(f32(a, b, scale=scale / np.sqrt(a)), np.zeros(b, np.float32)) for a, b in zip(dims[:-1], dims[1:])]
-def mlp(ps, x, act=jax.nn.gelu):
-    for i, (w, b) in enumerate(ps):
-        x = x @ w + b
-        if i < len(ps) - 1: x = act(x)
-    return x
 def conv(x, w, stride=(1, 1), pad="SAME", dn=("NCHW", "OIHW", "NCHW"), **kw):
     return lax.conv_general_dilated(x, w, stride, pad, dimension_numbers=dn, **kw)
 
