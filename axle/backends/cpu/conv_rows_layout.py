@@ -24,6 +24,7 @@ take 1-D convolutions too."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from axle.ir.core import Module, Operation
 from axle.ir.types import TensorType, i1, i64
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder, sum_reduce
+from axle.backends.cpu.conv_fold import fold_leading_spatial
 
 SMALL_FEATURES = 8  # output features below which the rows layout is used
 # input features from which a 2-D convolution in another layout is moved to NHWC x HWIO even
@@ -176,50 +178,52 @@ def _rewrite_direct(op: Operation) -> bool:
 
 
 def _relayout(op: Operation, in_perm: list, k_perm: list, out_perm: list, new_dn) -> None:
-    """Replace 2-D convolution op by the one on its operands transposed by in_perm and
-    k_perm, with dimension numbers new_dn, whose result (op's transposed by out_perm) is
+    """Replace convolution op by the one on its operands transposed by in_perm and k_perm,
+    with dimension numbers new_dn, whose result (op's transposed by out_perm) is
     transposed back."""
     lhs, rhs = op.operands
     res = op.results[0]
+    same = list(range(len(in_perm)))
     b = Builder.before(op)
-    x = lhs if in_perm == [0, 1, 2, 3] else _transpose(b, lhs, in_perm)
-    w = rhs if k_perm == [0, 1, 2, 3] else _transpose(b, rhs, k_perm)
+    x = lhs if in_perm == same else _transpose(b, lhs, in_perm)
+    w = rhs if k_perm == same else _transpose(b, rhs, k_perm)
     out_t = TensorType(tuple(res.type.shape[p] for p in out_perm), res.type.element_type)
     attrs = dict(op.attributes)
     attrs["dimension_numbers"] = new_dn
     conv = b.create("stablehlo.convolution", [x, w], [out_t], attrs, regions=[])
-    out = conv.result if out_perm == [0, 1, 2, 3] else _transpose(b, conv.result, [out_perm.index(d) for d in range(4)])
+    out = conv.result if out_perm == same else _transpose(b, conv.result, [out_perm.index(d) for d in same])
     res.replace_all_uses_with(out)
     op.erase()
 
 
-def _static_2d(op: Operation, types: tuple):
-    """The dimension numbers of 2-D convolution op when its operands and result are static,
-    not empty, and of one of `types`; else None."""
+def _static_2d(op: Operation, types: tuple, spatial: Optional[int] = 2):
+    """The dimension numbers of convolution op when it has `spatial` spatial dimensions
+    (None: any number), its operands and result are static, not empty, and of one of
+    `types`; else None."""
     lhs, rhs = op.operands
     res = op.results[0]
     if not all(isinstance(v.type, TensorType) and v.type.is_static and str(v.type.element_type) in types
                for v in (lhs, rhs, res)) or 0 in res.type.shape or 0 in lhs.type.shape:
         return None
     dn = op.attributes.get("dimension_numbers")
-    if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
+    if not isinstance(dn, A.ConvDimensionNumbersAttr) or spatial is not None and len(dn.input_spatial_dimensions) != spatial:
         return None
     return dn
 
 
 def _rewrite_depthwise(op: Operation) -> bool:
-    """A 2-D depthwise convolution (one filter per channel, at least MIN_CHANNELS of them)
-    with its features not innermost, whose rows the rows kernel does not take (fewer
-    than MIN_ROW outputs across: ConvNeXt's 7 x 7 on 14 x 14 maps, PyTorch's NCHW) ->
-    NHWC x HWIO, where the channels kernel vectorizes along the channels. In NCHW it went
-    through im2col and one GEMM of a single column per channel: 4 x 96 x 14 x 14, 7 x 7
-    at 1.7 GFLOP/s."""
+    """A depthwise convolution (one filter per channel, at least MIN_CHANNELS of them) with
+    its features not innermost, whose rows the rows kernel does not take (fewer than
+    MIN_ROW outputs across: ConvNeXt's 7 x 7 on 14 x 14 maps, PyTorch's NCHW; and 3-D ones
+    in NCDHW) -> channels innermost (NHWC x HWIO), where the channels kernel vectorizes
+    along the channels. In NCHW it went through im2col and one GEMM of a single column per
+    channel: 4 x 96 x 14 x 14, 7 x 7 at 1.7 GFLOP/s."""
     from axle.backends.cpu.kernels_conv_general import conv_window
     from axle.backends.cpu.kernels_conv_rows import MIN_CHANNELS, rows_plan
     lhs, rhs = op.operands
     res = op.results[0]
-    dn = _static_2d(op, ("f32", "f64"))
-    if dn is None:
+    dn = _static_2d(op, ("f32", "f64"), None)
+    if dn is None or len(dn.input_spatial_dimensions) < 2:
         return False
     _, _, ldil, _, rev, fgc, bgc = conv_window(op)
     channels = lhs.type.shape[dn.input_feature_dimension]
@@ -227,12 +231,15 @@ def _rewrite_depthwise(op: Operation) -> bool:
             or rhs.type.shape[dn.kernel_input_feature_dimension] != 1 \
             or res.type.shape[dn.output_feature_dimension] != channels:
         return False
-    if dn.input_feature_dimension == 3 and dn.output_feature_dimension == 3 or rows_plan(op) is not None:
+    rank = lhs.type.rank
+    if dn.input_feature_dimension == rank - 1 and dn.output_feature_dimension == rank - 1 or rows_plan(op) is not None:
         return False
     in_perm = [dn.input_batch_dimension, *dn.input_spatial_dimensions, dn.input_feature_dimension]
     k_perm = [*dn.kernel_spatial_dimensions, dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension]
     out_perm = [dn.output_batch_dimension, *dn.output_spatial_dimensions, dn.output_feature_dimension]
-    _relayout(op, in_perm, k_perm, out_perm, A.ConvDimensionNumbersAttr(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2)))
+    sp = tuple(range(1, rank - 1))
+    _relayout(op, in_perm, k_perm, out_perm,
+              A.ConvDimensionNumbersAttr(0, rank - 1, sp, rank - 2, rank - 1, tuple(range(rank - 2)), 0, rank - 1, sp))
     return True
 
 
@@ -326,6 +333,11 @@ class CpuConvRowsLayout(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for op in [o for o in module.walk() if o.name == "stablehlo.convolution"]:
+            if _rewrite_depthwise(op):  # any rank: the channels kernel takes n-D depthwise ones
+                changed = True
+                continue
+            while (folded := fold_leading_spatial(op)) is not None:  # 3-D and up, one at a time
+                op, changed = folded, True
             two_d = _as_2d(op)
             if two_d is not None:
                 op, changed = two_d, True

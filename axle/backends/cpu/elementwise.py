@@ -304,7 +304,10 @@ def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool
     side (the result's last, and the one that reads the operand's last), the other
     dimensions outside. A plain nest reads the operand with a stride of a whole row per
     element (a new cache line, and past a few KiB a new page, every element); a 16 x 16
-    tile reads and writes whole cache lines."""
+    tile reads and writes whole cache lines. When the dimension reading the operand's last
+    is short (NCDHW -> NDHWC with W = 16), the result dimensions before it that are
+    consecutive in the operand too ([D, H, W]) join it as one block: the tile covers whole
+    rows of the inner ones."""
     t = _ty(op.results[0])
     shape = list(t.shape)
     perm = list(tr.attr("permutation"))
@@ -313,27 +316,41 @@ def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool
         return False
     a, last = perm.index(rank - 1), rank - 1
     tile = TRANSPOSE_TILE
-    if a == last or shape[a] < 2 * tile or shape[last] < 2 * tile:
+    if a == last or shape[last] < 2 * tile:
         return False
+    block = [a]  # result dimensions read along the operand's innermost run, outer first
+    while int(np.prod([shape[d] for d in block])) < 2 * tile and block[0] > 0 \
+            and perm[block[0] - 1] == perm[block[0]] - 1:
+        block.insert(0, block[0] - 1)
+    inner = int(np.prod([shape[d] for d in block[1:]], dtype=np.int64))
+    a0 = block[0]
+    if shape[a0] * inner < 2 * tile:
+        return False
+    ta = -(-tile // inner)  # the tile along a0: whole rows of the block's inner dimensions
     em = ctx.em
     c64 = em.const_i64
-    outer = [d for d in range(rank) if d not in (a, last)]
-    grid = [shape[d] for d in outer] + [-(-shape[a] // tile), -(-shape[last] // tile)]
+    outer = [d for d in range(rank) if d not in block and d != last]
+    grid = [shape[d] for d in outer] + [-(-shape[a0] // ta), -(-shape[last] // tile)]
     units = int(np.prod(grid, dtype=np.int64))
 
     def unit(u):
         b = em.b
         g = em.delinear(u, grid)
-        i0, j0 = b.mul(g[-2], c64(tile)), b.mul(g[-1], c64(tile))
+        i0, j0 = b.mul(g[-2], c64(ta)), b.mul(g[-1], c64(tile))
 
-        def element(i, j):
+        def element(i, rest, j):
             idx = [None] * rank
             for d, v in zip(outer, g[:-2]):
                 idx[d] = v
-            idx[a], idx[last] = i, j
+            idx[a0], idx[last] = i, j
+            for d, v in zip(block[1:], rest):
+                idx[d] = v
             body(idx)
-        em.for_range_dynamic(i0, em.tile_end(i0, tile, shape[a]), lambda i: em.for_range_dynamic(
-            j0, em.tile_end(j0, tile, shape[last]), lambda j: element(i, j)))
+
+        def row(i):
+            em.loop_nest([shape[d] for d in block[1:]], lambda rest: em.for_range_dynamic(
+                j0, em.tile_end(j0, tile, shape[last]), lambda j: element(i, rest, j)))
+        em.for_range_dynamic(i0, em.tile_end(i0, ta, shape[a0]), row)
 
     from axle.backends.cpu.parallel import split_ranges
     split_ranges(ctx, units, work * int(np.prod(shape, dtype=np.int64)),

@@ -174,11 +174,20 @@ def _strided_transposes(ops: list, want: set, block: Block) -> set:
                 dims = [int(d) for d in o.attr("broadcast_dimensions")]
                 if dims and dims[-1] == rt.rank - 1 and _ty(o.operands[0]).shape[-1] == rt.shape[-1]:
                     stack.append((o.operands[0], True))
-            elif o.name == "stablehlo.slice" or is_elementwise(o):
-                if o.name == "stablehlo.slice" and int(o.attr("strides")[-1]) != 1:
+            elif o.name in ("stablehlo.slice", "stablehlo.pad", "stablehlo.concatenate"):
+                # read at shifted positions (a conv_fold stack of a transposed input): the
+                # host's loop cannot tile a transpose through them
+                last = rt.rank - 1
+                if o.name == "stablehlo.slice" and int(o.attr("strides")[last]) != 1 \
+                        or o.name == "stablehlo.pad" and (int(o.attr("interior_padding")[last]) != 0
+                                                           or _ty(o.operands[0]).shape[last] != rt.shape[last]) \
+                        or o.name == "stablehlo.concatenate" and int(o.attr("dimension")) == last:
                     continue
+                data = o.operands[:1] if o.name == "stablehlo.pad" else o.operands
+                stack.extend((x, True) for x in data if _ty(x).is_static)
+            elif is_elementwise(o):
                 stack.extend((x, moved) for x in o.operands if _ty(x).is_static and list(_ty(x).shape[-1:]) ==
-                             [rt.shape[-1] if o.name != "stablehlo.slice" else _ty(x).shape[-1]])
+                             [rt.shape[-1]])
     return out
 
 
