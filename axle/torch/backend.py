@@ -90,9 +90,26 @@ class CompiledGraph:
                 continue
             t = from_numpy(outs[rest[0]])
             if rest[1] is not None:  # eager consumers (a kernel's backward) may expect torch's strides
-                t = torch.empty_strided(t.shape, rest[1], dtype=t.dtype).copy_(t)
+                t = with_strides(t, rest[1])
             results.append(t)
         return results
+
+
+def with_strides(t: torch.Tensor, strides) -> torch.Tensor:
+    """t laid out with `strides` (the graph's output as eager made it). Zero strides (an
+    expand: F.normalize's denominators, a squeezed broadcast) are an expand of t's first
+    slice along those dimensions, laid out by the other strides; eager's tensor shares
+    that memory, which one copy into overlapping strides cannot reproduce."""
+    shape = tuple(t.shape)
+    strides = tuple(int(s) for s in strides)
+    if len(strides) != len(shape) or strides == tuple(t.stride()):
+        return t
+    expanded = [s == 0 and n > 1 for s, n in zip(strides, shape)]
+    if not any(expanded):
+        return torch.empty_strided(shape, strides, dtype=t.dtype).copy_(t)
+    base = t[tuple(slice(0, 1) if e else slice(None) for e in expanded)]
+    inner = torch.empty_strided(tuple(base.shape), tuple(s if s else 1 for s in strides), dtype=t.dtype)
+    return inner.copy_(base).expand(shape)
 
 
 def _warn(msg: str):

@@ -1,5 +1,5 @@
 """Normalization, softmax, dropout and attention ops that decompositions leave whole:
-_softmax, _log_softmax, native_layer_norm, _native_batch_norm_legit*, native_dropout,
+_softmax, _log_softmax, native_layer_norm, native_group_norm, _native_batch_norm_legit*, native_dropout,
 scaled_dot_product attention (math form)."""
 from __future__ import annotations
 
@@ -71,6 +71,27 @@ def _layer_norm(em, out, x, normalized_shape, w, b, eps):
         y = em.binary("add", y, em.broadcast_to(em.convert(b, ct), x.shape))
     return (em.convert(y, out[0][1]), em.reshape(em.convert(mean, out[1][1]), shape_of(out[1])),
             em.reshape(em.convert(rstd_k, out[2][1]), shape_of(out[2])))
+
+
+@rule(aten.native_group_norm.default)
+def _group_norm(em, out, x, w, b, N, C, HxW, group, eps):
+    """GroupNorm: statistics per (image, group of C / group channels) over the group's
+    channels and every position; y scaled and shifted per channel; mean and rstd [N, group]."""
+    ct = opmath(x.dtype)
+    n, c = x.shape[0], x.shape[1]
+    rest = math.prod(x.shape[2:])
+    xg = em.reshape(em.convert(x, ct), (n, group, (c // group) * rest))
+    mean, var = variance(em, xg, [2], 0)  # mean kept as [n, group, 1]
+    rstd = em.reshape(em.unary("rsqrt", em.binary("add", var, em.const(eps, ct, var.shape))), mean.shape)
+    y = em.binary("multiply", em.binary("subtract", xg, em.broadcast_to(mean, xg.shape)),
+                  em.broadcast_to(rstd, xg.shape))
+    y = em.reshape(y, x.shape)
+    if w is not None:
+        y = em.binary("multiply", y, em.broadcast_in_dim(em.convert(w, ct), x.shape, [1]))
+    if b is not None:
+        y = em.binary("add", y, em.broadcast_in_dim(em.convert(b, ct), x.shape, [1]))
+    return (em.convert(y, out[0][1]), em.reshape(em.convert(mean, out[1][1]), shape_of(out[1])),
+            em.reshape(em.convert(rstd, out[2][1]), shape_of(out[2])))
 
 
 def _batch_norm(em, x, w, b, mean, var, eps, ct):

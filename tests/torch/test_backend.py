@@ -148,3 +148,71 @@ def test_transposed_weights_cross_as_views_in_training():
     bwd = [lw for name, lw in built if name == "backward graph"]
     assert fwd and any(kind == "view" for kind, *_ in fwd[0].outputs), fwd[0].outputs
     assert bwd and any(perm is not None for perm in bwd[0].arg_perms), bwd[0].arg_perms
+
+
+def test_outputs_with_zero_strides_keep_eager_layout():
+    """A training graph whose saved tensors are expands (F.normalize's norms broadcast for the
+    backward; a squeezed broadcast in a backward's results) used to fail at call time:
+    torch cannot copy into overlapping strides."""
+    torch._dynamo.reset()
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(32, 16), torch.nn.Linear(32, 16)
+
+        def forward(self, x, y):
+            u = torch.nn.functional.normalize(self.a(x), dim=-1)
+            v = torch.nn.functional.normalize(self.b(y), dim=-1)
+            logits = 10 * u @ v.t()
+            labels = torch.arange(logits.shape[0])
+            return torch.nn.functional.cross_entropy(logits, labels)
+
+    torch.manual_seed(0)
+    model = M()
+    ref = copy.deepcopy(model)
+    x, y = torch.randn(24, 32), torch.randn(24, 32)
+    compiled = torch.compile(model, backend="axle")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        loss = compiled(x, y)
+        loss.backward()
+    want = ref(x, y)
+    want.backward()
+    torch.testing.assert_close(loss, want, atol=1e-5, rtol=1e-5)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4)
+
+
+def test_with_strides_expands():
+    from axle.torch.backend import with_strides
+    t = torch.arange(12.0).reshape(3, 4)
+    t[:, 1:] = t[:, :1]  # every column the first one: an expand's values
+    out = with_strides(t, (1, 0))
+    assert out.stride() == (1, 0)
+    torch.testing.assert_close(out, t)
+    out = with_strides(torch.arange(6.0).reshape(2, 3), (1, 2))  # column-major
+    assert out.stride() == (1, 2)
+    torch.testing.assert_close(out, torch.arange(6.0).reshape(2, 3))
+
+
+def test_group_norm_training_compiles():
+    """GroupNorm's forward (native_group_norm, left whole by aten's decompositions) and its
+    backward compile: no eager fallback, gradients as eager's."""
+    torch._dynamo.reset()
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 32, 3, padding=1), torch.nn.GroupNorm(8, 32), torch.nn.SiLU(),
+                                torch.nn.Conv2d(32, 8, 3, padding=1))
+    ref = copy.deepcopy(model)
+    x = torch.randn(2, 8, 12, 12)
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        out = torch.compile(model, backend="axle")(x)
+        out.square().mean().backward()
+    assert STATS["axle_calls"] - before == 2  # the forward and the backward graph
+    want = ref(x)
+    want.square().mean().backward()
+    torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-4)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-3)

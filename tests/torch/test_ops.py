@@ -218,8 +218,24 @@ def test_pooling_and_normalization(dtype):
         "bn_no_stats": lambda x, w, b, rm, rv: aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
         "layer_norm": lambda x, w, b, *_: aten.native_layer_norm.default(x, [9, 8], None, None, 1e-5),
         "dropout_eval": lambda x, *_: aten.native_dropout.default(x, 0.5, False),
+        "group_norm": lambda x, w, b, *_: aten.native_group_norm.default(x, w, b, 2, 3, 72, 3, 1e-5),
+        "group_norm_one_group": lambda x, w, b, *_: aten.native_group_norm.default(x, None, None, 2, 3, 72, 1, 1e-5),
     }
     check(run_both(ops, [x, w, b, rm, rv]), dtype)
+
+
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_group_norm(dtype):
+    """GroupNorm (diffusion ResBlocks: 32 groups of 2 channels; 1-D and 3-D inputs); its
+    training step: test_backend.test_group_norm_training_compiles."""
+    x, x1 = rand((2, 64, 5, 6), dtype), rand((3, 8, 10), dtype, seed=5)
+    w, b = rand((64,), dtype, 0.5, 1.5, seed=1), rand((64,), dtype, seed=2)
+    ops = {
+        "nchw_32_groups": lambda x, x1, w, b: aten.native_group_norm.default(x, w, b, 2, 64, 30, 32, 1e-5),
+        "ncl_4_groups": lambda x, x1, w, b: aten.native_group_norm.default(x1, w[:8], b[:8], 3, 8, 10, 4, 1e-6),
+        "ncdhw": lambda x, x1, w, b: aten.native_group_norm.default(x.reshape(2, 64, 5, 3, 2), w, None, 2, 64, 30, 8, 1e-5),
+    }
+    check(run_both(ops, [x, x1, w, b]), dtype)
 
 
 @pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)

@@ -33,6 +33,7 @@ from axle.ir.core import Module, Operation
 from axle.ir.types import TensorType, i1, i64
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder, sum_reduce
+from axle.backends.cpu.conv_flat import flat_filter_gradient
 from axle.backends.cpu.conv_fold import fold_leading_spatial
 
 SMALL_FEATURES = 8  # output features below which the rows layout is used
@@ -343,4 +344,6 @@ class CpuConvRowsLayout(Pass):
                 op, changed = two_d, True
             changed = (_rewrite(op) or _rewrite_direct(op) or _rewrite_depthwise(op)
                        or _rewrite_depthwise_filter_gradient(op) or _rewrite_filter_gradient(op)) or changed
+        for op in [o for o in module.walk() if o.name == "stablehlo.convolution"]:
+            changed = flat_filter_gradient(op) or changed  # (the NHWC form the rewrites above make)
         return changed

@@ -41,7 +41,7 @@ from axle.ir.types import TensorType, element_type
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 P8 = I8.as_pointer()
 MIN_K = 256  # inner reduction run (columns of the patch matrix per call)
-MIN_M = 32  # inner row run (rows per call)
+MIN_M = 16  # inner row run (rows per call)
 ENABLED = True  # (benchmarks switch it off to compare with the general path)
 
 
