@@ -396,6 +396,9 @@ def _is_identity(init, body_op: str, et) -> bool:
     if et.is_float:
         table = {"zero": -0.0, "min": -np.inf, "max": np.inf, 1: 1.0}
         return want in table and _is(s, table[want])
+    if getattr(et, "is_complex", False):  # only -0 - 0j under add (x * (1 + 0j) is not x for infinite x)
+        c = complex(s)
+        return want == "zero" and _is(np.float64(c.real), -0.0) and _is(np.float64(c.imag), -0.0)
     if et.is_bool:
         return {"zero": False, "ones": True, "min": False, "max": True, 1: True}[want] == bool(s)
     lo, hi = int_range(et)

@@ -5,7 +5,8 @@ dimensions are in BLAS's orders. Every other dot_general of real numbers that is
 enough comes here instead of the generated loop nest (which runs at scalar speed):
 
 * element types: bf16 / f16 operands (and mixed float types) are converted to f32 (f64
-  when an operand or the result is f64) and multiplied with sgemm (dgemm); the sums are
+  when an operand or the result is f64) and multiplied with sgemm (dgemm); complex results
+  with cgemm / zgemm (a real operand converted: x @ (a + 1j b)); the sums are
   in f32 as the loop's accumulator_type would have them. Integer operands of at most 16
   bits (int8 x int8 -> int32, uint8, ...) are converted to floats in which every product
   and every partial sum is an exact integer: f32 when K * max|lhs| * max|rhs| <= 2**24,
@@ -43,8 +44,11 @@ def _prod(xs) -> int:
 
 
 def _compute_type(op: Operation, k: int) -> Optional[str]:
-    """'f32' or 'f64' to run this dot in through BLAS, or None."""
+    """'f32', 'f64', 'complex<f32>' or 'complex<f64>' to run this dot in through BLAS, or None."""
     lt, rt, ot = (_ty(v).element_type for v in (op.operands[0], op.operands[1], op.results[0]))
+    if ot.is_complex and all(t.is_complex or t.is_float for t in (lt, rt)):
+        # complex (or real times complex): cgemm / zgemm on operands converted to the result's type
+        return str(ot) if str(ot) in ("complex<f32>", "complex<f64>") else None
     if any(t.is_complex or t.is_bool for t in (lt, rt, ot)):
         return None
     if lt.is_float and rt.is_float and ot.is_float:
