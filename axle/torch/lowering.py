@@ -164,6 +164,10 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
         a = torch.fx.node.map_aggregate(n.args, lambda x: env[x] if isinstance(x, torch.fx.Node) else sizes.value(x))
         k = torch.fx.node.map_aggregate(n.kwargs, lambda x: env[x] if isinstance(x, torch.fx.Node) else sizes.value(x))
         out = _spec_of(sizes, n.meta.get("val"))
+        if n.target in STORAGE_OPS:  # views of the input's memory: its strides say where each element is
+            val = n.args[0].meta.get("val")
+            if isinstance(val, torch.Tensor):
+                k = dict(k, _strides=tuple(sizes.value(tuple(val.stride()))), _base=int(val.storage_offset()))
         try:
             result = fn(em, out, *a, **k)
         except Unsupported as e:
@@ -246,6 +250,9 @@ def _flatten(x) -> list:
     if isinstance(x, (list, tuple)):
         return [leaf for item in x for leaf in _flatten(item)]
     return [x]
+
+
+STORAGE_OPS = (torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_scatter.default)
 
 
 def _contiguous_strides(shape):

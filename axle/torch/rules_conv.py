@@ -1,8 +1,11 @@
 """Convolutions and pooling (N-d, channels first): convolution, convolution_backward,
-max_pool2d / 3d_with_indices(_backward), avg_pool2d / 3d(_backward), _adaptive_avg_pool2d."""
+max_pool2d / 3d_with_indices(_backward), avg_pool2d / 3d(_backward), adaptive average and max
+pooling over 2-D and 3-D planes (and their gradients), any output size."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from axle.torch.registry import Unsupported, V, aten, opmath, rule, shape_of
 from axle.torch.rules_reduce import _extreme
@@ -171,15 +174,7 @@ def _max_pool_nd(n):
             term = em.iota(x.shape, x.rank - n + d, "i64")
             idx = term if idx is None else em.binary("add", em.binary("multiply", idx, em.const(plane[d], "i64", x.shape)), term)
 
-        def body(e, l, r):  # the larger value; the first (smallest index) among equals; NaN wins
-            lv, li, rv, ri = l[0], l[1], r[0], r[1]
-            take_l = e.binary("or", e.compare("GT", lv, rv), e.compare("NE", lv, lv))
-            tie = e.binary("and", e.compare("EQ", lv, rv), e.compare("LT", li, ri))
-            take_l = e.binary("or", take_l, tie)
-            take_l = e.binary("and", take_l, e.unary("not", e.binary("and", e.compare("NE", rv, rv), e.compare("EQ", lv, lv))))
-            return [e.select(take_l, lv, rv), e.select(take_l, li, ri)]
-
-        region = em.scalar_region([x.dtype, "i64"], body)
+        region = em.scalar_region([x.dtype, "i64"], _first_max)
         shape = shape_of(out[0])
         init = [em.const(_extreme(x.dtype, True), x.dtype), em.const(-1, "i64")]
         v, i = em.op_multi("stablehlo.reduce_window", [x, idx] + init, [(shape, x.dtype), (shape, "i64")],
@@ -283,11 +278,101 @@ rule(aten.avg_pool2d_backward.default)(_avg_pool_backward_nd(2))
 rule(aten.avg_pool3d_backward.default)(_avg_pool_backward_nd(3))
 
 
-@rule(aten._adaptive_avg_pool2d.default)
-def _adaptive_avg(em, out, x, size):
-    h, w = x.shape[-2:]
-    oh, ow = size
-    if h % oh or w % ow:
-        raise Unsupported("_adaptive_avg_pool2d with an output size that does not divide the input")
-    k = [h // oh, w // ow]
-    return _avg_pool(em, out, x, k, k, 0)
+def _bins(size: int, out: int) -> list:
+    """Adaptive pooling's bins along one dimension: [floor(i size / out), ceil((i + 1) size / out))."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _along(em, x: V, d: int, m, ct: str) -> V:
+    """x with dimension d replaced by m @ x along it (m a constant [out, size] matrix)."""
+    mat = em.dense(np.asarray(m, np.float64), ct)
+    dn = (f"#stablehlo.dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], "
+          f"lhs_contracting_dimensions = [{d}], rhs_contracting_dimensions = [1]>")
+    shape = [n for i, n in enumerate(x.shape) if i != d] + [len(m)]
+    y = em.op("stablehlo.dot_general", [x, mat], shape, ct, f"dot_dimension_numbers = {dn}")
+    perm = list(range(d)) + [x.rank - 1] + list(range(d, x.rank - 1))
+    return em.transpose(y, perm)
+
+
+def _adaptive_avg_nd(n, backward=False):
+    def lower(em, out, *args):
+        """The mean over each bin, separable: one constant matrix per spatial dimension (1 /
+        bin length over the bin), applied along it; the gradient applies the transposes."""
+        g, x, size = (args[0], args[1], None) if backward else (None, args[0], args[1])
+        lead = x.rank - n
+        ct = opmath(x.dtype)
+        insize = x.shape[lead:]
+        outsize = g.shape[lead:] if backward else _expand(size, n)
+        if not backward and all(i % o == 0 for i, o in zip(insize, outsize)):
+            k = [i // o for i, o in zip(insize, outsize)]
+            return _avg_pool_nd(n)(em, out, x, k, k, 0)
+        y = em.convert(g if backward else x, ct)
+        for d in range(n):
+            m = np.zeros((outsize[d], insize[d]))
+            for i, (a, b) in enumerate(_bins(insize[d], outsize[d])):
+                m[i, a:b] = 1.0 / (b - a)
+            y = _along(em, y, lead + d, m.T if backward else m, ct)
+        return em.convert(y, out[1])
+    return lower
+
+
+rule(aten._adaptive_avg_pool2d.default)(_adaptive_avg_nd(2))
+rule(aten._adaptive_avg_pool3d.default)(_adaptive_avg_nd(3))
+rule(aten._adaptive_avg_pool2d_backward.default)(_adaptive_avg_nd(2, backward=True))
+rule(aten._adaptive_avg_pool3d_backward.default)(_adaptive_avg_nd(3, backward=True))
+
+
+def _adaptive_max_nd(n):
+    def lower(em, out, x, size):
+        """Each bin's maximum and its flat index in the plane: the bins gathered along each
+        spatial dimension as [out, longest bin] (a shorter bin repeats its last position:
+        the maximum is unchanged, and the first of equal values keeps the smaller index),
+        then one reduction over the bins' positions."""
+        from axle.torch.rules_shape import _gather_indices
+        lead = x.rank - n
+        insize = x.shape[lead:]
+        outsize = _expand(size, n)
+        if all(i % o == 0 for i, o in zip(insize, outsize)):
+            k = [i // o for i, o in zip(insize, outsize)]
+            return _max_pool_nd(n)(em, out, x, k, k, 0)
+        idx = None
+        for d in range(n):  # row-major position over the plane
+            term = em.iota(x.shape, lead + d, "i64")
+            idx = term if idx is None else em.binary("add", em.binary("multiply", idx, em.const(insize[d], "i64", x.shape)), term)
+        vals = x
+        for d in reversed(range(n)):  # from the last, so earlier dimensions keep their positions
+            bins = _bins(insize[d], outsize[d])
+            k = max(b - a for a, b in bins)
+            table = em.dense(np.asarray([[min(a + j, b - 1) for j in range(k)] for a, b in bins], np.int64), "i64")
+            vals = _gather_indices(em, vals, [None] * (lead + d) + [table])
+            idx = _gather_indices(em, idx, [None] * (lead + d) + [table])
+        # dims: lead..., (out_0, k_0), (out_1, k_1), ...: reduce the k's
+        red = [lead + 2 * d + 1 for d in range(n)]
+        v, i = em.reduce([vals, idx], [em.const(_extreme(x.dtype, True), x.dtype), em.const(-1, "i64")], red,
+                         _first_max)
+        return em.reshape(v, shape_of(out[0])), em.reshape(i, shape_of(out[1]))
+    return lower
+
+
+def _first_max(e, l, r):
+    """The larger value; the first (smallest index) among equals; NaN wins."""
+    lv, li, rv, ri = l[0], l[1], r[0], r[1]
+    take_l = e.binary("or", e.compare("GT", lv, rv), e.compare("NE", lv, lv))
+    tie = e.binary("and", e.compare("EQ", lv, rv), e.compare("LT", li, ri))
+    take_l = e.binary("or", take_l, tie)
+    take_l = e.binary("and", take_l, e.unary("not", e.binary("and", e.compare("NE", rv, rv), e.compare("EQ", lv, lv))))
+    return [e.select(take_l, lv, rv), e.select(take_l, li, ri)]
+
+
+rule(aten.adaptive_max_pool2d.default)(_adaptive_max_nd(2))
+rule(aten.adaptive_max_pool3d.default)(_adaptive_max_nd(3))
+
+
+def _adaptive_max_backward_nd(n):
+    def lower(em, out, g, x, indices):
+        return _max_pool_backward_nd(n)(em, out, g, x, None, None, None, None, None, indices)
+    return lower
+
+
+rule(aten.adaptive_max_pool2d_backward.default)(_adaptive_max_backward_nd(2))
+rule(aten.adaptive_max_pool3d_backward.default)(_adaptive_max_backward_nd(3))

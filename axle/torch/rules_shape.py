@@ -1,8 +1,11 @@
 """ATen view, layout, indexing and creation ops (results are always fresh, contiguous tensors:
-StableHLO has values, not views)."""
+StableHLO has values, not views; as_strided reads its input in memory order, from the strides
+the lowering passes), scatters with reductions, bucketize / searchsorted."""
 from __future__ import annotations
 
-from axle.torch.registry import Unsupported, V, aten, dim, rule, shape_of, value, opmath
+import math
+
+from axle.torch.registry import Unsupported, V, aten, dim, is_float, rule, shape_of, value, opmath
 
 
 @rule(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.view_copy.default,
@@ -149,7 +152,7 @@ def _scalar_tensor(em, out, s, **_):
 
 @rule(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default, aten.empty.memory_format,
       aten.empty_strided.default, aten.empty_like.default, aten.new_empty.default,
-      aten.new_empty_strided.default)
+      aten.new_empty_strided.default, aten.empty_permuted.default)
 def _zeros(em, out, *_, **__):
     return em.const(0, out[1], shape_of(out))
 
@@ -289,6 +292,116 @@ def _scatter(em, out, a, d, index, src, reduce=None):
     return _scatter_points(em, a, _full_index(em, index, d), src, "replace")
 
 
+_REDUCE_COMBINE = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
+
+
+@rule(aten.scatter_reduce.two)
+def _scatter_reduce(em, out, a, d, index, src, reduce, include_self=True):
+    """a with src combined in at index along d by sum / prod / mean / amax / amin; without
+    include_self a position's old value is left out wherever something lands (the
+    reduction's identity instead); mean divides by the count of what was combined."""
+    from axle.torch.rules_reduce import _extreme
+    combine = _REDUCE_COMBINE.get(reduce)
+    if combine is None or reduce == "mean" and not is_float(a.dtype):
+        raise Unsupported(f"scatter_reduce with reduce={reduce!r} on {a.dtype}")
+    d = dim(d, a.rank)
+    src = em.slice(src, [0] * src.rank, list(index.shape), [1] * src.rank) if src.shape != index.shape else src
+    src = em.convert(src, a.dtype)
+    coords = _full_index(em, index, d)
+    base = a
+    if not include_self:
+        touched = _scatter_points(em, em.const(False, "i1", a.shape), coords, em.const(True, "i1", index.shape), "or")
+        ident = {"add": 0, "multiply": 1}.get(combine)
+        ident = _extreme(a.dtype, combine == "maximum") if ident is None else ident
+        base = em.select(touched, em.const(ident, a.dtype, a.shape), a)
+    r = _scatter_points(em, base, coords, src, combine)
+    if reduce == "mean":
+        count = _scatter_points(em, em.const(1 if include_self else 0, a.dtype, a.shape), coords,
+                                em.const(1, a.dtype, index.shape), "add")
+        r = em.select(em.compare("GT", count, em.const(0, a.dtype, a.shape)),
+                      em.binary("divide", r, em.binary("maximum", count, em.const(1, a.dtype, a.shape))), a)
+    return r
+
+
+def _count_below(em, out, seq: V, x: V, right: bool) -> V:
+    """The number of (sorted) entries of 1-D seq below each value of x (at or below it with
+    right): one comparison per entry, counted."""
+    if seq.rank != 1:
+        raise Unsupported("searchsorted over a batch of sequences")
+    ct = opmath(x.dtype) if is_float(x.dtype) or is_float(seq.dtype) else "i64"
+    xs = em.broadcast_in_dim(em.convert(x, ct), tuple(x.shape) + (seq.shape[0],), list(range(x.rank)))
+    bs = em.broadcast_in_dim(em.convert(seq, ct), xs.shape, [x.rank])
+    below = em.compare("LE" if right else "LT", bs, xs)
+    return em.convert(em.reduce_simple(em.convert(below, "i64"), [x.rank], "add", 0), out[1])
+
+
+@rule(aten.bucketize.Tensor)
+def _bucketize(em, out, x, boundaries, out_int32=False, right=False):
+    return _count_below(em, out, boundaries, x, right)
+
+
+@rule(aten.searchsorted.Tensor)
+def _searchsorted(em, out, seq, x, out_int32=False, right=False, side=None, sorter=None):
+    if sorter is not None:
+        raise Unsupported("searchsorted with a sorter")
+    return _count_below(em, out, seq, x, right or side == "right")
+
+
+def _storage(em, x: V, strides):
+    """x's elements in memory order (1-D) and x's strides, when x is dense (its strides a
+    permutation of a row-major layout's); else Unsupported."""
+    if strides is None or len(strides) != x.rank:
+        raise Unsupported("as_strided of a value without strides")
+    order = sorted(range(x.rank), key=lambda d: (-strides[d], d))
+    acc = 1
+    for d in reversed(order):
+        if x.shape[d] != 1 and strides[d] != acc:
+            raise Unsupported("as_strided of a tensor that is not dense in memory")
+        acc *= x.shape[d]
+    return em.reshape(em.transpose(x, order), (math.prod(x.shape),)), order
+
+
+def _storage_positions(em, size, stride, offset: int, numel: int) -> V:
+    """The memory position of each element of an as_strided view [size] (i64)."""
+    lo = offset + sum(min(0, s) * (n - 1) for s, n in zip(stride, size))
+    hi = offset + sum(max(0, s) * (n - 1) for s, n in zip(stride, size))
+    if 0 in size:
+        lo = hi = 0
+    if lo < 0 or hi >= max(numel, 1):
+        raise Unsupported("as_strided reading outside its input's elements")
+    pos = em.const(offset, "i64", tuple(size))
+    for d, (n, s) in enumerate(zip(size, stride)):
+        if n > 1 and s:
+            pos = em.binary("add", pos, em.binary("multiply", em.iota(tuple(size), d, "i64"), em.const(s, "i64", tuple(size))))
+    return pos
+
+
+@rule(aten.as_strided.default)
+def _as_strided(em, out, x, size, stride, offset=None, _strides=None, _base=0):
+    """A view of x's memory (channels-last pooling's flatten, a functionalized backward):
+    the element at each position gathered from x in memory order. (_strides, _base: x's
+    strides and storage offset, which the lowering passes.)"""
+    size, stride, offset = list(size), list(stride), int(offset or 0) - _base
+    flat, _ = _storage(em, x, _strides)
+    n = flat.shape[0]
+    contiguous = [math.prod(size[d + 1:]) for d in range(len(size))]
+    if offset == 0 and math.prod(size) == n and all(s == c for s, c, m in zip(stride, contiguous, size) if m != 1):
+        return em.reshape(flat, tuple(size))  # memory order itself
+    pos = _storage_positions(em, size, stride, offset, n)
+    return _gather_points(em, flat, em.reshape(pos, tuple(size) + (1,)), tuple(size))
+
+
+@rule(aten.as_strided_scatter.default)
+def _as_strided_scatter(em, out, x, src, size, stride, offset=None, _strides=None, _base=0):
+    """x with the elements of its as_strided view [size, stride, offset] replaced by src."""
+    size, stride, offset = list(size), list(stride), int(offset or 0) - _base
+    flat, order = _storage(em, x, _strides)
+    pos = _storage_positions(em, size, stride, offset, flat.shape[0])
+    upd = _scatter_points(em, flat, em.reshape(pos, tuple(size) + (1,)), em.convert(src, x.dtype), "replace")
+    mem = em.reshape(upd, tuple(x.shape[d] for d in order))
+    return em.transpose(mem, [order.index(d) for d in range(x.rank)])
+
+
 @rule(aten.index_put.default)
 def _index_put(em, out, a, indices, values, accumulate=False):
     """a[indices] = values (or += when accumulate). None entries (and the dimensions after
@@ -349,6 +462,14 @@ def _scatter_leading(em, a, indices, bshape, upd, accumulate):
 def _checks(em, out, *_, **__):
     """Shape and metadata assertions torch.export records: true for the concrete sizes the
     program is compiled for, so they lower to nothing."""
+    return None
+
+
+@rule(aten._assert_async.msg, aten._assert_async.default)
+def _assert_async(em, out, *_, **__):
+    """A data-dependent check (F.one_hot's indices in range, torch._assert_async): eager
+    raises when it fails; a compiled program does not stop on a value (as XLA's do not),
+    so it lowers to nothing and out-of-range indices give what the ops after it give."""
     return None
 
 

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from axle.torch.backend import STATS, AxleFallbackWarning
 from axle.torch.dtypes import from_numpy, to_numpy
@@ -213,6 +214,45 @@ def test_group_norm_training_compiles():
     assert STATS["axle_calls"] - before == 2  # the forward and the backward graph
     want = ref(x)
     want.square().mean().backward()
+    torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-4)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-3)
+
+
+def test_one_hot_and_cosine_embedding_loss_compile():
+    """F.one_hot records a data-dependent range check (_assert_async.msg) and
+    CosineEmbeddingLoss an empty_permuted: both lower, nothing runs eagerly."""
+    torch._dynamo.reset()
+
+    def f(x, i):
+        return (F.one_hot(i, 10).float() * x).sum() + F.cosine_embedding_loss(x, x.flip(0), torch.ones(4))
+    x, i = torch.randn(4, 10), torch.tensor([1, 2, 3, 9])
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        got = torch.compile(f, backend="axle")(x, i)
+    assert STATS["axle_calls"] - before == 1
+    torch.testing.assert_close(got, f(x, i), atol=1e-5, rtol=1e-5)
+
+
+def test_channels_last_training_compiles():
+    """A channels_last CNN (PyTorch's advice for CPU convolutions): AdaptiveAvgPool2d(1) and
+    Flatten trace to as_strided / as_strided_scatter views of memory, which lower."""
+    torch._dynamo.reset()
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    model = model.to(memory_format=torch.channels_last)
+    ref = copy.deepcopy(model)
+    x = torch.randn(2, 3, 10, 10).to(memory_format=torch.channels_last)
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        out = torch.compile(model, backend="axle")(x)
+        out.sum().backward()
+    assert STATS["axle_calls"] - before == 2
+    want = ref(x)
+    want.sum().backward()
     torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-4)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-3)

@@ -225,6 +225,61 @@ def test_pooling_and_normalization(dtype):
 
 
 @pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_as_strided(dtype):
+    """Views of a tensor's memory: the lowering passes the input's strides (a transposed input
+    is read in its memory order), offsets, overlapping windows, and the scatter form."""
+    x = rand((4, 3), dtype)
+    ops = {
+        "transposed_view": lambda x: aten.as_strided.default(x, [3, 4], [1, 3]),
+        "of_transposed": lambda x: aten.as_strided.default(x.t(), [2, 6], [6, 1]),
+        "of_transposed_memory_order": lambda x: aten.as_strided.default(x.t(), [4, 3], [3, 1]),
+        "offset_windows": lambda x: aten.as_strided.default(x, [4, 5], [2, 1], 1),
+        "scatter": lambda x: aten.as_strided_scatter.default(x, x[:2, :2] * 10, [2, 2], [3, 1], 1),
+        "scatter_of_transposed": lambda x: aten.as_strided_scatter.default(x.t(), x[:2, :3] * 10, [2, 3], [1, 2], 0),
+    }
+    check(run_both(ops, [x]), dtype)
+
+
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_scatter_reduce_and_bucketize(dtype):
+    a = rand((5, 6), dtype)
+    src = rand((4, 6), dtype, seed=1)
+    index = torch.tensor([[0, 1, 4, 4, 2, 0], [3, 3, 0, 1, 2, 2], [0, 0, 0, 4, 4, 1], [1, 2, 3, 4, 0, 0]])
+    bounds = torch.tensor([-0.5, 0.0, 0.25, 0.7], dtype=dtype)
+    ops = {f"{r}_{inc}": (lambda a, s, i, b, r=r, inc=inc: aten.scatter_reduce.two(a, 0, i, s, r, include_self=inc))
+           for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)}
+    ops["dim1"] = lambda a, s, i, b: aten.scatter_reduce.two(a, 1, i[:, :5], s, "amax", include_self=False)
+    ops["bucketize"] = lambda a, s, i, b: aten.bucketize.Tensor(a, b)
+    ops["bucketize_right"] = lambda a, s, i, b: aten.bucketize.Tensor(a, b, out_int32=True, right=True)
+    ops["searchsorted"] = lambda a, s, i, b: aten.searchsorted.Tensor(b, a, side="right")
+    check(run_both(ops, [a, src, index, bounds]), dtype)
+
+
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_adaptive_pooling(dtype):
+    """Adaptive average and max pooling to sizes that do not divide the input (overlapping
+    bins of two lengths), 2-D and 3-D, and their gradients."""
+    x, x3 = rand((2, 3, 10, 7), dtype), rand((1, 2, 5, 6, 7), dtype, seed=3)
+
+    def max_bwd(x, x3):
+        v, i = aten.adaptive_max_pool2d.default(x, [4, 3])
+        return aten.adaptive_max_pool2d_backward.default(v * 0 + 1.5, x, i)
+    ops = {
+        "avg_4x3": lambda x, x3: aten._adaptive_avg_pool2d.default(x, [4, 3]),
+        "avg_grow": lambda x, x3: aten._adaptive_avg_pool2d.default(x, [13, 9]),
+        "avg_backward": lambda x, x3: aten._adaptive_avg_pool2d_backward.default(x[:, :, :4, :3] * 2, x),
+        "avg_backward_even": lambda x, x3: aten._adaptive_avg_pool2d_backward.default(x[:, :, :5, :7] * 2, x),
+        "avg_3d": lambda x, x3: aten._adaptive_avg_pool3d.default(x3, [2, 4, 3]),
+        "avg_3d_backward": lambda x, x3: aten._adaptive_avg_pool3d_backward.default(x3[:, :, :2, :4, :3], x3),
+        "max_4x3": lambda x, x3: aten.adaptive_max_pool2d.default(x, [4, 3]),
+        "max_even": lambda x, x3: aten.adaptive_max_pool2d.default(x, [5, 7]),
+        "max_backward": max_bwd,
+        "max_3d": lambda x, x3: aten.adaptive_max_pool3d.default(x3, [3, 4, 5]),
+    }
+    check(run_both(ops, [x, x3]), dtype)
+
+
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
 def test_group_norm(dtype):
     """GroupNorm (diffusion ResBlocks: 32 groups of 2 channels; 1-D and 3-D inputs); its
     training step: test_backend.test_group_norm_training_compiles."""
