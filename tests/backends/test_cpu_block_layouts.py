@@ -76,3 +76,27 @@ def test_a_transposed_operand_of_block_maxima_gets_a_buffer():
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0)
     assert plans is None or "transpose" in plans
     assert _kernels(exe, "transpose"), "the transpose is not a kernel of its own"
+
+
+def _bn_backward_nhwc(x, g, m, r, w):
+    # a batch norm's backward in NCHW (per-channel statistics broadcast, a ReLU mask), then
+    # laid out NHWC for a filter gradient
+    c = lambda v: v[None, :, None, None]  # noqa: E731
+    dx = (g * (x > 0) - c(m) - (x - c(m)) * c(r) * c(w)) * c(r) * c(w)
+    return jnp.transpose(dx, (0, 2, 3, 1))
+
+
+def test_a_costly_operand_of_a_moving_transpose_gets_a_buffer():
+    """The operand (about 12 ops per element) is computed by a vectorized loop in its own
+    layout and the transpose only moves it: two kernels, the last a transpose."""
+    r = np.random.default_rng(3)
+    x, g = (r.standard_normal((4, 64, 16, 16)).astype(np.float32) for _ in range(2))
+    m, rs, w = (r.standard_normal(64).astype(np.float32) for _ in range(3))
+    text = jax.jit(_bn_backward_nhwc).lower(x, g, m, rs, w).as_text()
+    exe = _fresh(text)
+    out = exe(x, g, m, rs, w)
+    got = np.asarray(out[0] if isinstance(out, (list, tuple)) else out)
+    want = np.asarray(jax.jit(_bn_backward_nhwc)(x, g, m, rs, w))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert _kernels(exe, "transpose"), "the transpose is not a kernel of its own"
+    assert len(exe.program.kernels) >= 2
