@@ -174,3 +174,20 @@ def test_nchw_depthwise_with_short_rows_and_its_filter_gradient_run_on_channels(
     _check(lambda x, w: jax.grad(loss, argnums=1)(x, w), x, w, rtol=1e-4)
     _check(lambda x, w: jax.grad(loss, argnums=0)(x, w), x, w, rtol=1e-4)
     assert True in moved and True in grads and len(channels) >= 2
+
+
+@pytest.mark.parametrize("dn,xs,ws", [(("NCHW", "OIHW", "NCHW"), (2, 24, 13, 14), (24, 1, 3, 3)),
+                                      (("NHWC", "HWIO", "NHWC"), (2, 13, 14, 24), (3, 3, 1, 24)),
+                                      (("NCHW", "OIHW", "NCHW"), (1, 16, 9, 9), (16, 1, 5, 5))])
+def test_input_gradient_of_a_strided_depthwise_convolution(dn, xs, ws):
+    """Its lhs dilation becomes a pad op (zeros between and around the gradient), so that the
+    depthwise kernels take it: no convolution with lhs dilation is left."""
+    c = xs[1] if dn[0] == "NCHW" else xs[-1]
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (2, 2), [(1, 1), (2, 1)], dimension_numbers=dn, feature_group_count=c)
+    x, w = f32(*xs), f32(*ws, scale=0.3)
+    dy = f32(*jax.eval_shape(conv, x, w).shape)
+    exe = _check(lambda w, dy: jax.vjp(lambda x: conv(x, w), x)[1](dy)[0], w, dy, rtol=5e-5)
+    convs = [op for op in exe.module.walk() if op.name == "stablehlo.convolution"]
+    assert convs and all(all(d == 1 for d in (op.attr("lhs_dilation") or [1])) for op in convs)
