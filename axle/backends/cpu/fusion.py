@@ -127,7 +127,43 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
     if shared:
         _shared_in_one_loop(ops, want, shared)
     want.update(_strided_transposes(ops, want, block))
+    want.update(_updates_reading_their_target(ops, want, block))
     return want
+
+
+def _updates_reading_their_target(ops: list, want: set, block: Block) -> set:
+    """The updates of scatters and dynamic_update_slices that are computed (fused) from the
+    very operand they update (a loop writing row i + 1 from row i of its carry): in a
+    buffer of their own, so that the update can be written into the operand in place
+    rather than into a copy of it (a [41, 16384] carry copied on each of 40 trips: 5.3 ms;
+    XLA 0.2 ms)."""
+    out: set = set()
+    for op in ops:
+        if op.name == "stablehlo.dynamic_update_slice":
+            target, updates = op.operands[0], op.operands[1:2]
+        elif op.name == "stablehlo.scatter" and len(op.operands) == 3:
+            target, updates = op.operands[0], op.operands[2:]
+        else:
+            continue
+        for u in updates:
+            if u in want:
+                continue
+            stack, seen, hit = [u], set(), False
+            while stack and not hit:
+                x = stack.pop()
+                o = getattr(x, "owner", None)
+                if x in want or not isinstance(o, Operation) or o.parent is not block or o in seen:
+                    continue
+                seen.add(o)
+                for y in o.operands:
+                    if y is target:
+                        hit = True
+                    stack.append(y)
+                for r in o.regions:  # values a fused op's region reads from outside
+                    stack.extend(free_values(o))
+            if hit:
+                out.add(u)
+    return out
 
 
 # A transpose that moves the innermost dimension runs element by element over tiles: an

@@ -168,7 +168,47 @@ def _in_place_kernel(p: Operation, arg, uses: dict) -> bool:
     if p.operands[kd.in_place] is not arg or sum(1 for v in p.operands if v is arg) != 1:
         return False
     users = uses.get(arg, [])
-    return len(users) == 1 and users[0] is p
+    if len(users) == 1 and users[0] is p:
+        return True
+    return _read_before(p, arg)
+
+
+def _read_before(p: Operation, arg) -> bool:
+    """Whether every read of block argument `arg` other than P's in-place operand happens in
+    a kernel that runs before P (a loop writing row i + 1 of its carry from row i: fusion
+    gives that update a buffer of its own, fusion._updates_reading_their_target): with the
+    body's fusion plan as plan_block will make it, no operand of P and nothing after P
+    reads arg, directly or through fused ops."""
+    from axle.backends.cpu.fusion import materialized
+    body = p.parent
+    ops, ret = body.operations[:-1], body.operations[-1]
+    uses: dict = {}
+    for o in body.operations:
+        for v in o.operands:
+            uses[v] = uses.get(v, 0) + 1
+    targets = {v: None for v in ret.operands
+               if isinstance(getattr(v, "owner", None), Operation) and v.owner.parent is body
+               and v.owner.name != "stablehlo.constant"}
+    want = materialized(list(ops), body, targets, set(), uses)
+
+    def reads_arg(values) -> bool:
+        stack, seen = list(values), set()
+        while stack:
+            v = stack.pop()
+            if v is arg:
+                return True
+            o = getattr(v, "owner", None)
+            if v in want or not isinstance(o, Operation) or o.parent is not body or o in seen:
+                continue
+            seen.add(o)
+            stack.extend(reads(o))
+        return False
+    from axle.backends.cpu.registry import KERNELS
+    k = KERNELS[p.name].in_place
+    if reads_arg([v for i, v in enumerate(reads(p)) if not (i == k and v is arg)]):
+        return False
+    after = body.operations[body.operations.index(p) + 1:]
+    return not any(reads_arg(reads(o)) for o in after)
 
 
 def _copy_elem(em, src, dst, t, idx):
