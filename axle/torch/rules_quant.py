@@ -161,3 +161,63 @@ def _mm(em, out, a, b):
 
 
 __all__ = ["tensor_type"]
+
+
+# ---- fake quantization (quantization-aware training): x rounded to the grid in float
+
+def _fake_quant(em, x: V, scale: V, zp: V, qmin: int, qmax: int, out_dtype: str):
+    """PyTorch's fake_quantize: q = zp + nearbyint(x * (1 / scale)); y = (clamp(q, qmin,
+    qmax) - zp) * scale in f32; the mask (q inside [qmin, qmax]) is what the gradient
+    passes through. scale and zp broadcast to x's shape already."""
+    xf = em.convert(x, "f32")
+    inv = em.binary("divide", em.const(1.0, "f32", x.shape), scale)
+    q = em.binary("add", em.unary("round_nearest_even", em.binary("multiply", xf, inv)), zp)
+    lo, hi = em.const(float(qmin), "f32", x.shape), em.const(float(qmax), "f32", x.shape)
+    mask = em.binary("and", em.compare("GE", q, lo), em.compare("LE", q, hi))
+    y = em.binary("multiply", em.binary("subtract", em.binary("minimum", em.binary("maximum", q, lo), hi), zp), scale)
+    return em.convert(y, out_dtype), mask
+
+
+def _param(em, v, x: V, axis=None) -> V:
+    """A scale / zero point (a number, a one-element tensor, or per channel along axis) as
+    f32 broadcast to x's shape."""
+    if not isinstance(v, V):
+        return em.const(float(v), "f32", x.shape)
+    v = em.convert(v, "f32")
+    if axis is None:
+        return em.broadcast_in_dim(em.reshape(v, ()), x.shape, [])
+    return em.broadcast_in_dim(v, x.shape, [axis])
+
+
+@rule(aten.fake_quantize_per_tensor_affine.default, aten.fake_quantize_per_tensor_affine.tensor_qparams)
+def _fq_tensor(em, out, x, scale, zp, qmin, qmax):
+    return _fake_quant(em, x, _param(em, scale, x), _param(em, zp, x), qmin, qmax, out[1])[0]
+
+
+@rule(aten.fake_quantize_per_tensor_affine_cachemask.default)
+def _fq_tensor_mask(em, out, x, scale, zp, qmin, qmax):
+    return _fake_quant(em, x, _param(em, scale, x), _param(em, zp, x), qmin, qmax, out[0][1])
+
+
+@rule(aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default)
+def _fq_tensor_mask_qparams(em, out, x, scale, zp, enabled, qmin, qmax):
+    y, mask = _fake_quant(em, x, _param(em, scale, x), _param(em, zp, x), qmin, qmax, out[0][1])
+    on = em.broadcast_in_dim(em.compare("NE", em.reshape(em.convert(enabled, "f32"), ()), em.const(0.0, "f32")), x.shape, [])
+    return em.select(on, y, x), em.select(on, mask, em.const(True, "i1", x.shape))
+
+
+@rule(aten.fake_quantize_per_channel_affine.default)
+def _fq_channel(em, out, x, scale, zp, axis, qmin, qmax):
+    axis = axis % x.rank
+    return _fake_quant(em, x, _param(em, scale, x, axis), _param(em, zp, x, axis), qmin, qmax, out[1])[0]
+
+
+@rule(aten.fake_quantize_per_channel_affine_cachemask.default)
+def _fq_channel_mask(em, out, x, scale, zp, axis, qmin, qmax):
+    axis = axis % x.rank
+    return _fake_quant(em, x, _param(em, scale, x, axis), _param(em, zp, x, axis), qmin, qmax, out[0][1])
+
+
+@rule(aten.fake_quantize_per_tensor_affine_cachemask_backward.default)
+def _fq_backward(em, out, g, mask):
+    return em.select(mask, g, em.const(0, g.dtype, g.shape))

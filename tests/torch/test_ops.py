@@ -224,6 +224,25 @@ def test_pooling_and_normalization(dtype):
     check(run_both(ops, [x, w, b, rm, rv]), dtype)
 
 
+def test_fake_quantize():
+    """Quantization-aware training's fake quantization (per tensor, per channel, the
+    cachemask forms FakeQuantize modules trace to, and the gradient's mask)."""
+    x = rand((4, 6, 5), torch.float32, -3, 3)
+    scale = torch.tensor([0.05, 0.1, 0.02, 0.2, 0.07, 0.03])
+    zp = torch.tensor([0, 3, -2, 5, 0, 1], dtype=torch.int32)
+    ops = {
+        "tensor": lambda x, s, z: aten.fake_quantize_per_tensor_affine.default(x, 0.02, 3, -128, 127),
+        "tensor_mask": lambda x, s, z: aten.fake_quantize_per_tensor_affine_cachemask.default(x, 0.05, 0, 0, 255),
+        "qparams": lambda x, s, z: aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default(
+            x, s[1:2], z[1:2], torch.ones(1, dtype=torch.long), -128, 127),
+        "channel": lambda x, s, z: aten.fake_quantize_per_channel_affine.default(x, s, z, 1, -128, 127),
+        "channel_mask": lambda x, s, z: aten.fake_quantize_per_channel_affine_cachemask.default(x, s[:5], z[:5], 2, -8, 7),
+        "backward": lambda x, s, z: aten.fake_quantize_per_tensor_affine_cachemask_backward.default(
+            x * 2, aten.fake_quantize_per_tensor_affine_cachemask.default(x, 0.05, 0, -64, 63)[1]),
+    }
+    check(run_both(ops, [x, scale, zp]), torch.float32)
+
+
 @pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
 def test_as_strided(dtype):
     """Views of a tensor's memory: the lowering passes the input's strides (a transposed input
