@@ -11,20 +11,21 @@ import torch
 TORCH_TO_MLIR = {
     torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
     torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
-    torch.uint8: "ui8", torch.bool: "i1",
+    torch.uint8: "ui8", torch.bool: "i1", torch.complex64: "complex<f32>", torch.complex128: "complex<f64>",
 }
 MLIR_TO_TORCH = {v: k for k, v in TORCH_TO_MLIR.items()}
 MLIR_TO_NUMPY = {
     "f32": np.dtype(np.float32), "f64": np.dtype(np.float64), "f16": np.dtype(np.float16),
     "bf16": np.dtype(ml_dtypes.bfloat16), "i64": np.dtype(np.int64), "i32": np.dtype(np.int32),
     "i16": np.dtype(np.int16), "i8": np.dtype(np.int8), "ui8": np.dtype(np.uint8),
-    "i1": np.dtype(np.bool_),
+    "i1": np.dtype(np.bool_), "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
 }
 FLOATS = ("f16", "bf16", "f32", "f64")
+COMPLEX = {"complex<f32>": "f32", "complex<f64>": "f64"}  # -> the type of its parts
 
 
 class UnsupportedDtype(TypeError):
-    """A tensor of a dtype the bridge does not map (complex, float8, quantized torch dtypes)."""
+    """A tensor of a dtype the bridge does not map (float8, quantized torch dtypes)."""
 
 
 def mlir_type(dtype: torch.dtype) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from axle.torch.dtypes import MLIR_TO_NUMPY, is_float
+from axle.torch.dtypes import COMPLEX, MLIR_TO_NUMPY, is_float
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ def scalar_literal(value, dtype: str) -> str:
     """`value` as an element literal of `dtype` (hex bit patterns for inf/nan)."""
     if dtype == "i1":
         return "true" if bool(value) else "false"
+    if dtype in COMPLEX:
+        c = complex(value)
+        return f"({scalar_literal(c.real, COMPLEX[dtype])}, {scalar_literal(c.imag, COMPLEX[dtype])})"
     if not is_float(dtype):
         return str(int(value))
     value = float(value)

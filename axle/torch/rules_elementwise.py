@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from axle.torch.dtypes import COMPLEX
 from axle.torch.registry import (V, aten, is_float, opmath, promote, rule, shape_of,
                                  value)
 
@@ -100,6 +101,8 @@ def _unary(kind):
     def lower(em, out, a):
         dt = out[1]
         ct = opmath(dt)
+        if kind == "abs" and isinstance(a, V) and a.dtype in COMPLEX:  # |z|: a real result
+            return em.convert(em.op("stablehlo.abs", [a], a.shape, COMPLEX[a.dtype]), dt)
         return em.convert(em.unary(kind, value(em, a, ct)), dt)
     return lower
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from axle.torch.dtypes import COMPLEX
 from axle.torch.registry import V, aten, dims_of, is_float, opmath, rule, shape_of, value
 
 
@@ -19,14 +20,14 @@ def _finish(em, r: V, out) -> V:
 
 @rule(aten.sum.dim_IntList, aten.sum.default)
 def _sum(em, out, a, dims=None, keepdim=False, *, dtype=None):
-    ct = opmath(out[1]) if is_float(out[1]) else "i64"
+    ct = opmath(out[1]) if is_float(out[1]) or out[1] in COMPLEX else "i64"
     x = value(em, a, ct)
     return _finish(em, em.reduce_simple(x, dims_of(dims, a.rank), "add", 0), out)
 
 
 @rule(aten.prod.dim_int, aten.prod.default)
 def _prod(em, out, a, d=None, keepdim=False, *, dtype=None):
-    ct = opmath(out[1]) if is_float(out[1]) else "i64"
+    ct = opmath(out[1]) if is_float(out[1]) or out[1] in COMPLEX else "i64"
     return _finish(em, em.reduce_simple(value(em, a, ct), dims_of(d, a.rank), "multiply", 1), out)
 
 

@@ -12,7 +12,7 @@ from axle.torch.lowering import lower_graph
 # per dtype: (rtol, atol). f16/bf16: both sides compute in f32 and round once, so results
 # agree to about one rounding step of the type (bf16 2^-8 relative, f16 2^-11).
 TOL = {torch.float32: (2e-5, 2e-5), torch.float64: (1e-10, 1e-10), torch.float16: (2e-3, 2e-3),
-       torch.bfloat16: (1.6e-2, 1.6e-2)}
+       torch.bfloat16: (1.6e-2, 1.6e-2), torch.complex64: (2e-5, 2e-5), torch.complex128: (1e-10, 1e-10)}
 
 
 def run_both(fns: dict, inputs: list):

@@ -224,6 +224,36 @@ def test_pooling_and_normalization(dtype):
     check(run_both(ops, [x, w, b, rm, rv]), dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_fft_and_complex(dtype):
+    """torch.fft's ops over one or several dimensions (not last ones too), every
+    normalization, one- and two-sided; complex views, parts, conj, abs, angle."""
+    x = rand((3, 8, 10), dtype)
+    z = torch.complex(rand((3, 8, 6), dtype, seed=1), rand((3, 8, 6), dtype, seed=2))
+    tol = 1e-4 if dtype == torch.float32 else 1e-9
+    ops = {
+        "r2c": lambda x, z: aten._fft_r2c.default(x, [2], 0, True),
+        "r2c_dims_ortho": lambda x, z: aten._fft_r2c.default(x, [0, 1], 1, True),
+        "r2c_twosided": lambda x, z: aten._fft_r2c.default(x, [1], 2, False),
+        "c2r": lambda x, z: aten._fft_c2r.default(z, [2], 2, 10),
+        "c2r_dims": lambda x, z: aten._fft_c2r.default(z, [1, 2], 0, 11),
+        "c2r_twosided_input": lambda x, z: aten._fft_c2r.default(z, [2], 1, 6),
+        "c2c_forward": lambda x, z: aten._fft_c2c.default(z, [1], 1, True),
+        "c2c_inverse": lambda x, z: aten._fft_c2c.default(z, [0, 2], 2, False),
+        "c2c_inverse_none": lambda x, z: aten._fft_c2c.default(z, [1], 0, False),
+        "view_as_real": lambda x, z: aten.view_as_real.default(z),
+        "view_as_complex": lambda x, z: aten.view_as_complex.default(x.reshape(3, 8, 5, 2)),
+        "conj": lambda x, z: aten._conj.default(z) * 2,
+        "parts": lambda x, z: (aten.real.default(z) * 2, aten.imag.default(z) * 3),
+        "abs_angle": lambda x, z: (aten.abs.default(z), aten.angle.default(z)),
+        "complex_sum": lambda x, z: aten.sum.dim_IntList(z * z, [0]),
+    }
+    results = run_both(ops, [x, z])
+    for name, (got, want) in results.items():
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=tol, atol=tol * max(1.0, float(w.abs().max())), msg=name)
+
+
 def test_fake_quantize():
     """Quantization-aware training's fake quantization (per tensor, per channel, the
     cachemask forms FakeQuantize modules trace to, and the gradient's mask)."""
