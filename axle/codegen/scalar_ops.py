@@ -164,6 +164,8 @@ def _math(name):
         fast = fastmath.FUNCTIONS.get("stablehlo." + name)
         if fast is not None and fastmath.applies(a[0]):  # f32/f16/bf16: vectorizable code
             return fastmath.apply(e, fast, a[0])
+        if name == "tanh" and str(a[0].type) == "double":
+            return fastmath.tanh_f64(e, a[0])
         if name in _INTRINSIC_MATH:
             return e.intrinsic(_INTRINSIC_MATH[name], a[0].type, a)
         return e.libm(_LIBM[name], a)
@@ -434,6 +436,8 @@ def _chlo_libm(fname):
         fast = fastmath.FUNCTIONS.get("chlo." + fname)
         if fast is not None and fastmath.applies(a[0]):  # f32/f16/bf16: vectorizable code
             return fastmath.apply(e, fast, a[0])
+        if name == "tanh" and str(a[0].type) == "double":
+            return fastmath.tanh_f64(e, a[0])
         return e.libm(fname, a)
     return fn
 

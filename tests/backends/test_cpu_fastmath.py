@@ -392,3 +392,24 @@ def test_gamma_functions_vectorize(op):
     ir = exe._native(((n,),)).optimized_ir
     assert re.search(r"<(4|8|16) x (float|double)>", ir)
     assert not set(re.findall(r"call [^@]*@([\w.$]+)", ir)) & {"lgammaf", "lgamma", "axle.special.digamma"}
+
+
+def test_f64_tanh_within_two_ulp_and_special_values():
+    """f64 tanh (fastmath.tanh_f64, no libm call): against mpmath on the boundary of its two
+    forms, near zero, the saturation and random f64 inputs; special values exactly."""
+    mpmath = pytest.importorskip("mpmath")
+    r = np.random.default_rng(9)
+    small = 0.54930614433405484570
+    x = np.concatenate([
+        r.uniform(-1.5, 1.5, 3000), r.uniform(-25, 25, 3000), np.linspace(small - 1e-6, small + 1e-6, 401),
+        np.linspace(18.5, 22.5, 101), 10.0 ** r.uniform(-310, 0, 1000) * r.choice([-1.0, 1.0], 1000)])
+    got = axle.compile(_text("stablehlo.tanh", x.size, "f64"), backend="cpu")(x)
+    want = np.array([float(mpmath.tanh(mpmath.mpf(float(v)))) for v in x])
+    ulp = np.abs(got - want) / np.spacing(np.maximum(np.abs(want), np.finfo(np.float64).tiny))
+    i = int(np.argmax(ulp))
+    assert ulp[i] <= 2, f"tanh({x[i]!r}) = {got[i]!r}, want {want[i]!r}"
+    sv = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308, -1e308, 30.0, -30.0])
+    out = axle.compile(_text("stablehlo.tanh", sv.size, "f64"), backend="cpu")(sv)
+    with np.errstate(all="ignore"):
+        ref = np.tanh(sv)
+    assert np.array_equal(out, ref, equal_nan=True) and np.array_equal(np.signbit(out), np.signbit(ref))
