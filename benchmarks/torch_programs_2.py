@@ -20,16 +20,22 @@ import torch_programs as T  # sets AXLE_NUM_THREADS / torch threads, registers t
 from torch_programs import g, _loss, _rel
 from axle.torch.backend import STATS, AxleFallbackWarning
 
-P, EVAL = {}, set()
+def sweep():
+    """A sweep's table: (programs by name, the names run in eval mode, the decorator that
+    registers a program: @prog(name, eval=False))."""
+    P, EVAL = {}, set()
+
+    def prog(name, eval=False):
+        def deco(f):
+            P[name] = f
+            if eval:
+                EVAL.add(name)
+            return f
+        return deco
+    return P, EVAL, prog
 
 
-def prog(name, eval=False):
-    def deco(f):
-        P[name] = f
-        if eval:
-            EVAL.add(name)
-        return f
-    return deco
+P, EVAL, prog = sweep()
 
 
 def ints(hi, *s, lo=0, seed=0):
@@ -497,50 +503,62 @@ def _():
     return M(), (g(8, 128, 256),)
 
 
-def run(name):
-    torch._dynamo.reset()  # nn.Sequential.forward recompiles per module past Dynamo's limit
-    torch._dynamo.utils.counters.clear()
-    torch.manual_seed(0)
-    model, args = P[name]()
-    model.train(name not in EVAL)
-    comp = torch.compile(model, backend="axle")
-    bufs = [b for b in model.buffers() if b.is_floating_point()]
-    b0 = [b.clone() for b in bufs]
+def runner(P, EVAL, width=28):
+    """run(name): one module's forward, gradients and updated buffers against eager, its
+    interleaved step times, and notes: fallbacks, graph breaks, frames Dynamo left whole to
+    eager (nn.RNN / LSTM / GRU by default), graphs that never reached axle."""
+    def run(name):
+        torch._dynamo.reset()  # nn.Sequential.forward recompiles per module past Dynamo's limit
+        torch._dynamo.utils.counters.clear()
+        torch.manual_seed(0)
+        model, args = P[name]()
+        model.train(name not in EVAL)
+        comp = torch.compile(model, backend="axle")
+        bufs = [b for b in model.buffers() if b.is_floating_point()]
+        b0 = [b.clone() for b in bufs]
 
-    def restore():  # BatchNorm running stats, spectral norm's u / v: every call starts equal
-        with torch.no_grad():
-            for b, v in zip(bufs, b0):
-                b.copy_(v)
-    calls0 = STATS["axle_calls"]
-    with warnings.catch_warnings(record=True) as ws:
-        warnings.simplefilter("always", AxleFallbackWarning)
-        want = model(*args)
-        bw = [b.clone() for b in bufs]
-        restore()
-        got = comp(*args)
-        berr = max((_rel(b.nan_to_num(), w.nan_to_num()) for b, w in zip(bufs, bw)), default=0.0)  # -inf masks
-        outs = lambda o: [t for t in (o if isinstance(o, (tuple, list)) else (o,)) if t.is_floating_point()]
-        err = max(_rel(a, b) for a, b in zip(outs(got), outs(want)))
-        params = [p for p in model.parameters() if p.requires_grad]
-
-        def grads(m):
+        def restore():  # BatchNorm running stats, spectral norm's u / v: every call starts equal
+            with torch.no_grad():
+                for b, v in zip(bufs, b0):
+                    b.copy_(v)
+        calls0 = STATS["axle_calls"]
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always", AxleFallbackWarning)
+            want = model(*args)
+            bw = [b.clone() for b in bufs]
             restore()
-            model.zero_grad()
-            _loss(m(*args)).backward()
-            return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
-        ref, gg = grads(model), grads(comp)
-        scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
-        gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
-        a, e = T.time_steps(comp, model, args)
-    notes = [str(w.message)[:400] for w in ws if issubclass(w.category, AxleFallbackWarning)]
-    breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
-    notes += [f"{breaks} graph break(s): " + "; ".join(r.strip().splitlines()[0] + " " + r.split("context:")[-1].strip().splitlines()[0][:80]
-                                                  for r in list(torch._dynamo.utils.counters["graph_break"])[:2])] if breaks else []
-    notes += ["no call ran on axle"] if STATS["axle_calls"] == calls0 else []
-    print(f"{name:28s} step axle {a:8.2f} ms  eager {e:8.2f} ms  eager/axle {e / a:5.2f}  "
-          f"fwd err {err:.1e}  grad err {gerr:.1e}" + (f"  buf err {berr:.1e}" if bufs else ""), flush=True)
-    for n in notes:
-        print(f"{'':28s} note: {n}", flush=True)
+            got = comp(*args)
+            berr = max((_rel(b.nan_to_num(), w.nan_to_num()) for b, w in zip(bufs, bw)), default=0.0)  # -inf masks
+            outs = lambda o: [t for t in (o if isinstance(o, (tuple, list)) else (o,)) if t.is_floating_point()]  # noqa: E731
+            err = max(_rel(a, b) for a, b in zip(outs(got), outs(want)))
+            params = [p for p in model.parameters() if p.requires_grad]
+
+            def grads(m):
+                restore()
+                model.zero_grad()
+                _loss(m(*args)).backward()
+                return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
+            ref, gg = grads(model), grads(comp)
+            scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
+            gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
+            a, e = T.time_steps(comp, model, args)
+        notes = [str(w.message)[:400] for w in ws if issubclass(w.category, AxleFallbackWarning)]
+        counters = torch._dynamo.utils.counters
+        breaks = sum(counters["graph_break"].values())
+        notes += [f"{breaks} graph break(s): " + "; ".join(
+            r.strip().splitlines()[0] + " " + r.split("context:")[-1].strip().splitlines()[0][:80]
+            for r in list(counters["graph_break"])[:2])] if breaks else []
+        skipped = [r for r in counters["unimplemented"] if not breaks]  # a frame left whole to eager
+        notes += [f"Dynamo left a frame to eager: {skipped[0].strip().splitlines()[0]}"] if skipped else []
+        notes += ["no call ran on axle"] if STATS["axle_calls"] == calls0 else []
+        print(f"{name:{width}s} step axle {a:8.2f} ms  eager {e:8.2f} ms  eager/axle {e / a:5.2f}  "
+              f"fwd err {err:.1e}  grad err {gerr:.1e}" + (f"  buf err {berr:.1e}" if bufs else ""), flush=True)
+        for n in notes:
+            print(f"{'':{width}s} note: {n}", flush=True)
+    return run
+
+
+run = runner(P, EVAL)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ PyTorch, interleaved timing (medians), fallbacks (the bridge's warning) and grap
 
 Usage: AXLE_NUM_THREADS=1 python benchmarks/torch_programs_3.py [name,name,...]"""
 import math
-import warnings
 
 import torch
 import torch.nn as nn
@@ -22,20 +21,10 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
 import torch_programs as T  # sets AXLE_NUM_THREADS / torch threads, registers the backend
-from torch_programs import g, _loss, _rel
-from torch_programs_2 import Basic, bn, ints
-from axle.torch.backend import STATS, AxleFallbackWarning
+from torch_programs import g
+from torch_programs_2 import Basic, bn, ints, runner, sweep
 
-P, EVAL = {}, set()
-
-
-def prog(name, eval=False):
-    def deco(f):
-        P[name] = f
-        if eval:
-            EVAL.add(name)
-        return f
-    return deco
+P, EVAL, prog = sweep()
 
 
 def unif(*s, seed=0):
@@ -673,52 +662,7 @@ def _():
     return M(), (g(128, 8), torch.sin(g(128, 8).sum(1)), g(64, 8))
 
 
-def run(name):
-    torch._dynamo.reset()  # nn.Sequential.forward recompiles per module past Dynamo's limit
-    torch._dynamo.utils.counters.clear()
-    torch.manual_seed(0)
-    model, args = P[name]()
-    model.train(name not in EVAL)
-    comp = torch.compile(model, backend="axle")
-    bufs = [b for b in model.buffers() if b.is_floating_point()]
-    b0 = [b.clone() for b in bufs]
-
-    def restore():  # BatchNorm running stats: every call starts equal
-        with torch.no_grad():
-            for b, v in zip(bufs, b0):
-                b.copy_(v)
-    calls0 = STATS["axle_calls"]
-    with warnings.catch_warnings(record=True) as ws:
-        warnings.simplefilter("always", AxleFallbackWarning)
-        want = model(*args)
-        bw = [b.clone() for b in bufs]
-        restore()
-        got = comp(*args)
-        berr = max((_rel(b.nan_to_num(), w.nan_to_num()) for b, w in zip(bufs, bw)), default=0.0)
-        outs = lambda o: [t for t in (o if isinstance(o, (tuple, list)) else (o,)) if t.is_floating_point()]
-        err = max(_rel(a, b) for a, b in zip(outs(got), outs(want)))
-        params = [p for p in model.parameters() if p.requires_grad]
-
-        def grads(m):
-            restore()
-            model.zero_grad()
-            _loss(m(*args)).backward()
-            return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
-        ref, gg = grads(model), grads(comp)
-        scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
-        gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
-        a, e = T.time_steps(comp, model, args)
-    notes = [str(w.message)[:400] for w in ws if issubclass(w.category, AxleFallbackWarning)]
-    breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
-    notes += [f"{breaks} graph break(s): " + "; ".join(r.strip().splitlines()[0] + " " + r.split("context:")[-1].strip().splitlines()[0][:80]
-                                                  for r in list(torch._dynamo.utils.counters["graph_break"])[:2])] if breaks else []
-    skipped = [r for r in torch._dynamo.utils.counters["unimplemented"] if not breaks]  # a frame left whole to eager
-    notes += [f"Dynamo left a frame to eager: {skipped[0].strip().splitlines()[0]}"] if skipped else []
-    notes += ["no call ran on axle"] if STATS["axle_calls"] == calls0 else []
-    print(f"{name:34s} step axle {a:8.2f} ms  eager {e:8.2f} ms  eager/axle {e / a:5.2f}  "
-          f"fwd err {err:.1e}  grad err {gerr:.1e}" + (f"  buf err {berr:.1e}" if bufs else ""), flush=True)
-    for n in notes:
-        print(f"{'':34s} note: {n}", flush=True)
+run = runner(P, EVAL, 34)
 
 
 if __name__ == "__main__":
