@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.codegen import fastmath
+from axle.codegen import fastmath, fastmath_f64
 from axle.codegen.scalar import F32, F64, I1, I32, reg_type
 from axle.codegen.scalar_f8 import canonical_nan, is_f8, narrow_float, round_to_odd_f32
 from axle.errors import Unsupported
@@ -165,7 +165,7 @@ def _math(name):
         if fast is not None and fastmath.applies(a[0]):  # f32/f16/bf16: vectorizable code
             return fastmath.apply(e, fast, a[0])
         if name == "tanh" and str(a[0].type) == "double":
-            return fastmath.tanh_f64(e, a[0])
+            return fastmath_f64.tanh_f64(e, a[0])
         if name in _INTRINSIC_MATH:
             return e.intrinsic(_INTRINSIC_MATH[name], a[0].type, a)
         return e.libm(_LIBM[name], a)
@@ -436,8 +436,6 @@ def _chlo_libm(fname):
         fast = fastmath.FUNCTIONS.get("chlo." + fname)
         if fast is not None and fastmath.applies(a[0]):  # f32/f16/bf16: vectorizable code
             return fastmath.apply(e, fast, a[0])
-        if name == "tanh" and str(a[0].type) == "double":
-            return fastmath.tanh_f64(e, a[0])
         return e.libm(fname, a)
     return fn
 
