@@ -84,3 +84,10 @@ def test_too_few_output_features_keeps_the_general_path():
     """Fewer than 16 output features: the strided kernel's panel would be mostly empty."""
     fn, args = _filter_grad((4, 12, 12, 16), (3, 3, 16, 8), NHWC, (1, 1), ((1, 1), (1, 1)))
     assert _run(fn, args, interpret=True) == 0
+
+
+def test_many_input_channels_keep_the_general_path():
+    """64 input features or more: the general path's patches copy runs of C floats and are
+    as fast, without the stream's copies (conv_flat.MAX_CHANNELS)."""
+    fn, args = _filter_grad((2, 12, 12, 64), (3, 3, 64, 32), NHWC, (1, 1), ((1, 1), (1, 1)))
+    assert _run(fn, args, interpret=False) == 0

@@ -34,6 +34,10 @@ from axle.passes.rewrite import Builder
 NHWC_FILTER_GRAD = (3, 0, (1, 2), 0, 3, (1, 2), 2, 3, (0, 1))  # [f, 0, 1, b] x [i, 0, 1, o] -> [0, 1, b, f]
 MAX_WASTE = 2.0  # (Hp Wp) / (Ho Wo) above which the zero rows cost too much
 MAX_STACK = 16  # most KH copies of the stream made for few channels
+# input features from which the general path is left as it is: its patches copy runs of C
+# floats there, and is within 10% (64 -> 64 on 16 x 16: 5.8 against 5.6 ms; 128 -> 128 on
+# 28 x 28: 29 against 26), without the stream's copies (0.5 MiB more at the peak there)
+MAX_CHANNELS = 64
 # phase taps / taps above which a strided gradient is left as it is: 7 x 7 stride 2 (64 /
 # 49, ResNet's stem) 20 -> 14 ms; 3 x 3 stride 2 (16 / 9) 23 -> 32 ms; 4 x 4 stride 2: none
 MAX_TAP_WASTE = 1.35
@@ -84,9 +88,10 @@ def _gradient_1d(b: Builder, op: Operation, stream, dyf, kw: int):
     return _reshape(b, conv.result, (kw, c, o))
 
 
-def flat_filter_gradient(op: Operation) -> bool:
+def flat_filter_gradient(op: Operation, phases: bool = False) -> bool:
     """Rewrite filter-gradient convolution op (module docstring) when the strided path
-    takes the 1-D gradients; returns whether it did."""
+    takes the 1-D gradients; returns whether it did. (phases: op is _space_to_depth's, its
+    features s x s times the input's.)"""
     from axle.backends.cpu.kernels_conv_general import conv_window
     from axle.backends.cpu.kernels_conv_strided import ENABLED, MIN_K, MIN_M
     lhs, rhs = op.operands
@@ -114,6 +119,8 @@ def flat_filter_gradient(op: Operation) -> bool:
     if (sh, sw) != (1, 1):
         return _space_to_depth(op, pads, sh, sw)
     length = n * hp * wp
+    if c >= MAX_CHANNELS and not phases:
+        return False
     stack = kw * c < MIN_M
     if hp * wp > MAX_WASTE * ho * wo or length < MIN_K or o < 16 or stack and (kw * kh * c < MIN_M or kh > MAX_STACK):
         return False
@@ -177,7 +184,7 @@ def _space_to_depth(op: Operation, pads, sh: int, sw: int) -> bool:
     out = g if (kh2 * sh, kw2 * sw) == (kh, kw) else _slice(b, g, [0, 0, 0, 0], [kh, kw, c, o])
     res.replace_all_uses_with(out)
     op.erase()
-    flat_filter_gradient(conv)  # the stride-1 gradient: flat when the strided path takes it
+    flat_filter_gradient(conv, phases=True)  # the stride-1 gradient: flat when the strided path takes it
     return True
 
 
