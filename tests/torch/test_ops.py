@@ -254,6 +254,23 @@ def test_fft_and_complex(dtype):
             torch.testing.assert_close(g, w, rtol=tol, atol=tol * max(1.0, float(w.abs().max())), msg=name)
 
 
+@pytest.mark.parametrize("mode,padding,align", [(0, 0, False), (0, 0, True), (0, 1, False), (0, 1, True),
+                                                (1, 0, False), (1, 1, True)])
+def test_grid_sampler(mode, padding, align):
+    """F.grid_sample's op and its backward: bilinear / nearest, zeros / border padding,
+    grids reaching outside the image."""
+    x = rand((2, 3, 7, 9), torch.float32)
+    grid = rand((2, 5, 4, 2), torch.float32, -1.3, 1.3, seed=1)
+    dy = rand((2, 3, 5, 4), torch.float32, seed=2)
+    ops = {
+        "forward": lambda x, g, d: aten.grid_sampler_2d.default(x, g, mode, padding, align),
+        "backward": lambda x, g, d: aten.grid_sampler_2d_backward.default(d, x, g, mode, padding, align, [True, True]),
+        "grid_only": lambda x, g, d: aten.grid_sampler_2d_backward.default(d, x, g, mode, padding, align,
+                                                                           [False, True])[1],
+    }
+    check(run_both(ops, [x, grid, dy]), torch.float32)
+
+
 def test_fake_quantize():
     """Quantization-aware training's fake quantization (per tensor, per channel, the
     cachemask forms FakeQuantize modules trace to, and the gradient's mask)."""
