@@ -242,6 +242,42 @@ def _logcumsumexp(em, out, a, dim):
     return _cumulative(em, out, a, dim, _log_add_exp, -math.inf)
 
 
+def _cum_extreme(largest: bool):
+    def lower(em, out, a, dim):
+        """(values, int64 indices) of the running maximum / minimum along dim: PyTorch's
+        recurrence, a NaN or a value at least as large (small) as the running one takes
+        over, so the last of equal values and the last NaN give the index; one variadic
+        reduce_window as long as the axis (a prefix scan on the CPU backend)."""
+        d = dim % a.rank if a.rank else 0
+        if a.rank == 0:
+            return a, em.const(0, "i64")
+        n = a.shape[d]
+        idx = em.iota(a.shape, d, "i64")
+        window = [1] * a.rank
+        window[d] = n
+        pads = ", ".join(f"[{n - 1 if i == d else 0}, 0]" for i in range(a.rank))
+        arr = lambda v: "array<i64: " + ", ".join(str(i) for i in v) + ">"  # noqa: E731
+        attrs = (f"window_dimensions = {arr(window)}, window_strides = {arr([1] * a.rank)}, "
+                 f"padding = dense<[{pads}]> : tensor<{a.rank}x2xi64>")
+
+        def body(e, l, r):
+            take = e.compare("GE" if largest else "LE", r[0], l[0])
+            if is_float(a.dtype):
+                lnan, rnan = e.compare("NE", l[0], l[0]), e.compare("NE", r[0], r[0])
+                take = e.binary("or", rnan, e.binary("and", e.unary("not", lnan), take))
+            return [e.select(take, r[0], l[0]), e.select(take, r[1], l[1])]
+        region = em.scalar_region([a.dtype, "i64"], body)
+        inits = [em.const(_extreme(a.dtype, largest), a.dtype), em.const(-1, "i64")]
+        v, i = em.op_multi("stablehlo.reduce_window", [a, idx] + inits, [(a.shape, a.dtype), (a.shape, "i64")],
+                           attrs, region)
+        return v, i
+    return lower
+
+
+rule(aten.cummax.default)(_cum_extreme(True))
+rule(aten.cummin.default)(_cum_extreme(False))
+
+
 def _sorted(em, a, d: int, descending: bool):
     """(values, int64 indices) of a sorted along d, stable, NaN as the largest value (PyTorch's order)."""
     idx = em.iota(a.shape, d, "i64")

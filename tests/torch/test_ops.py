@@ -271,6 +271,20 @@ def test_grid_sampler(mode, padding, align):
     check(run_both(ops, [x, grid, dy]), torch.float32)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32], ids=str)
+def test_cummax_cummin(dtype):
+    """Running maxima / minima with their indices: ties and NaNs as PyTorch orders them."""
+    x = rand((4, 9), dtype, -3, 3)
+    if dtype.is_floating_point:
+        x = x.round()  # ties
+        x[1, 3] = float("nan")
+        x[2, 5] = float("nan")
+        x[2, 7] = float("nan")
+    ops = {"max_rows": lambda x: aten.cummax.default(x, 1), "min_cols": lambda x: aten.cummin.default(x, 0),
+           "max_cols": lambda x: aten.cummax.default(x, -2), "min_rows": lambda x: aten.cummin.default(x, 1)}
+    check(run_both(ops, [x]), dtype)
+
+
 def test_fake_quantize():
     """Quantization-aware training's fake quantization (per tensor, per channel, the
     cachemask forms FakeQuantize modules trace to, and the gradient's mask)."""
