@@ -80,6 +80,8 @@ class _Sizes:
         self.bindings = {}
 
     def bind(self, val, concrete):
+        if concrete is None:  # (an effect token: aot passes None for it at run time)
+            return
         if isinstance(val, torch.Tensor):
             for d, c in zip(val.shape, concrete):
                 self.bind(d, c)

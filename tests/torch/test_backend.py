@@ -287,3 +287,29 @@ def test_fft_convolution_and_complex_parameters_train():
     assert STATS["axle_calls"] - before == 2
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, atol=2e-4, rtol=2e-4)
+
+
+def test_gaussian_process_marginal_likelihood_trains():
+    """A GP's negative log marginal likelihood (Cholesky, cholesky_solve, the log-determinant
+    from the factor's diagonal) and its gradient compile: torch.linalg.cholesky's error check
+    is an effect token, passed through."""
+    torch._dynamo.reset()
+    torch.manual_seed(4)
+    x, y = torch.randn(24, 3), torch.randn(24, 1)
+    log_ls = torch.zeros(3, requires_grad=True)
+    log_noise = torch.tensor(-1.0, requires_grad=True)
+
+    def nll(log_ls, log_noise):
+        z = x / torch.exp(log_ls)
+        k = torch.exp(-0.5 * ((z[:, None] - z[None]) ** 2).sum(-1)) + torch.exp(log_noise) * torch.eye(24)
+        chol = torch.linalg.cholesky(k)
+        alpha = torch.cholesky_solve(y, chol)
+        return 0.5 * (y * alpha).sum() + torch.log(torch.diagonal(chol)).sum()
+    want = torch.autograd.grad(nll(log_ls, log_noise), [log_ls, log_noise])
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        got = torch.autograd.grad(torch.compile(nll, backend="axle")(log_ls, log_noise), [log_ls, log_noise])
+    assert STATS["axle_calls"] - before == 2
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)

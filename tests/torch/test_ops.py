@@ -285,6 +285,62 @@ def test_cummax_cummin(dtype):
     check(run_both(ops, [x]), dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_triangular_linear_algebra(dtype):
+    """tril / triu / eye / diagonal (offsets, other dimensions, scatter, backward), Cholesky
+    (lower and upper), cholesky_solve and solve_triangular (left / right, upper, unit
+    diagonal, a batch broadcast)."""
+    a = rand((2, 5, 5), dtype, -1, 1)
+    spd = a @ a.mT + 5 * torch.eye(5, dtype=dtype)
+    b = rand((2, 5, 3), dtype, seed=1)
+    tol = 1e-4 if dtype == torch.float32 else 1e-9
+
+    def chol(s, upper=False):
+        return aten.linalg_cholesky_ex.default(s, upper=upper)[0]
+    ops = {
+        "tril_triu": lambda s, a, b: (aten.tril.default(a, -1), aten.triu.default(a, 2), aten.tril.default(a)),
+        "eye": lambda s, a, b: (aten.eye.default(4, dtype=dtype), aten.eye.m(3, 5, dtype=dtype)),
+        "diagonal": lambda s, a, b: (aten.diagonal.default(a, 0, -2, -1), aten.diagonal.default(a, 2, 1, 2),
+                                     aten.diagonal.default(a, -1, 1, 2), aten.diagonal.default(b, 0, 0, 1)),
+        "diagonal_scatter": lambda s, a, b: aten.diagonal_scatter.default(a, b[:, :4, 0], -1, 1, 2),
+        "diagonal_backward": lambda s, a, b: aten.diagonal_backward.default(b[:, :3, 1], [2, 5, 5], 2, 1, 2),
+        "cholesky": lambda s, a, b: (chol(s), chol(s, True)),
+        "cholesky_solve": lambda s, a, b: (aten.cholesky_solve.default(b, chol(s)),
+                                           aten.cholesky_solve.default(b, chol(s, True), True)),
+        "solve_triangular": lambda s, a, b: (
+            aten.linalg_solve_triangular.default(chol(s), b, upper=False),
+            aten.linalg_solve_triangular.default(chol(s, True), b, upper=True),
+            aten.linalg_solve_triangular.default(chol(s), b.mT, upper=False, left=False),
+            aten.linalg_solve_triangular.default(aten.tril.default(a, -1) + torch.eye(5, dtype=dtype), b,
+                                                 upper=False, unitriangular=True),
+            aten.linalg_solve_triangular.default(chol(s)[0], b, upper=False)),
+    }
+    results = run_both(ops, [spd, a, b])
+    for name, (got, want) in results.items():
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=tol, atol=tol * max(1.0, float(w.abs().max())), msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_cdist(dtype):
+    """torch.cdist's ops: the direct form for p = 0, 1, 1.5, 2, inf, the matrix-product form
+    (more than 25 rows, or asked for), and the gradient."""
+    x1, x2 = rand((2, 7, 4), dtype), rand((2, 9, 4), dtype, seed=1)
+    y1, y2 = rand((30, 5), dtype, seed=2), rand((28, 5), dtype, seed=3)
+    g = rand((2, 7, 9), dtype, seed=4)
+    ops = {f"p{p}": (lambda a, b, c, d, g, p=p: aten._cdist_forward.default(a, b, p, None)) for p in (0, 1, 1.5, 2)}
+    ops["inf"] = lambda a, b, c, d, g: aten._cdist_forward.default(a, b, float("inf"), None)
+    ops["mm"] = lambda a, b, c, d, g: (aten._cdist_forward.default(c, d, 2.0, None),
+                                       aten._cdist_forward.default(a, b, 2.0, 1), aten._euclidean_dist.default(c, d))
+    for p in (1.0, 1.5, 2.0):
+        ops[f"backward{p}"] = (lambda a, b, c, d, g, p=p: aten._cdist_backward.default(
+            g, a, b, p, aten._cdist_forward.default(a, b, p, None)))
+    tol = 1e-4 if dtype == torch.float32 else 1e-9
+    for name, (got, want) in run_both(ops, [x1, x2, y1, y2, g]).items():
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b, rtol=tol, atol=tol * max(1.0, float(b.abs().max())), msg=name)
+
+
 def test_fake_quantize():
     """Quantization-aware training's fake quantization (per tensor, per channel, the
     cachemask forms FakeQuantize modules trace to, and the gradient's mask)."""
