@@ -201,21 +201,25 @@ def _dot1(em, out, a, b):
 # reduce_window as long as its axis as a prefix scan, and a sort read as its first k
 # elements as a partial selection)
 
+def _prefix_window(a: V, d: int) -> str:
+    """reduce_window attributes of a prefix scan along d: a window as long as the axis,
+    padded by all but one element in front."""
+    n = a.shape[d]
+    window = [n if i == d else 1 for i in range(a.rank)]
+    pads = ", ".join(f"[{n - 1 if i == d else 0}, 0]" for i in range(a.rank))
+    arr = lambda v: "array<i64: " + ", ".join(str(i) for i in v) + ">"  # noqa: E731
+    return (f"window_dimensions = {arr(window)}, window_strides = {arr([1] * a.rank)}, "
+            f"padding = dense<[{pads}]> : tensor<{a.rank}x2xi64>")
+
+
 def _cumulative(em, out, a, dim, kind, init, *, dtype=None):
     ct = opmath(out[1]) if is_float(out[1]) else "i64"
     x = value(em, a, ct)
     d = dim % a.rank if a.rank else 0
     if a.rank == 0:
         return em.convert(x, out[1])
-    n = a.shape[d]
-    window = [1] * a.rank
-    window[d] = n
-    pads = ", ".join(f"[{n - 1 if i == d else 0}, 0]" for i in range(a.rank))
-    arr = lambda v: "array<i64: " + ", ".join(str(i) for i in v) + ">"  # noqa: E731
-    attrs = (f"window_dimensions = {arr(window)}, window_strides = {arr([1] * a.rank)}, "
-             f"padding = dense<[{pads}]> : tensor<{a.rank}x2xi64>")
     region = em.scalar_region([ct], lambda e, l, r: [kind(e, l[0], r[0])])
-    r = em.op("stablehlo.reduce_window", [x, em.const(init, ct)], x.shape, ct, attrs, region)
+    r = em.op("stablehlo.reduce_window", [x, em.const(init, ct)], x.shape, ct, _prefix_window(a, d), region)
     return em.convert(r, out[1])
 
 
@@ -251,14 +255,8 @@ def _cum_extreme(largest: bool):
         d = dim % a.rank if a.rank else 0
         if a.rank == 0:
             return a, em.const(0, "i64")
-        n = a.shape[d]
         idx = em.iota(a.shape, d, "i64")
-        window = [1] * a.rank
-        window[d] = n
-        pads = ", ".join(f"[{n - 1 if i == d else 0}, 0]" for i in range(a.rank))
-        arr = lambda v: "array<i64: " + ", ".join(str(i) for i in v) + ">"  # noqa: E731
-        attrs = (f"window_dimensions = {arr(window)}, window_strides = {arr([1] * a.rank)}, "
-                 f"padding = dense<[{pads}]> : tensor<{a.rank}x2xi64>")
+        attrs = _prefix_window(a, d)
 
         def body(e, l, r):
             take = e.compare("GE" if largest else "LE", r[0], l[0])

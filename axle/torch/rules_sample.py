@@ -92,23 +92,23 @@ def _corners(em, x: V, y: V, ct: str, mode: int):
             (yi1, xi0, mul(gx, fy), neg(fy), gx), (yi1, xi1, mul(fx, fy), fy, fx)]
 
 
-def _setup(x: V, grid: V, mode: int, padding: int):
+def _setup(em, x: V, grid: V, mode: int, padding: int, align: bool):
+    """(compute type, (x coordinates, their factor), (y ...), the input as rows)."""
     if mode not in (BILINEAR, NEAREST) or padding not in (ZEROS, BORDER):
         raise Unsupported(f"grid_sampler_2d with interpolation {mode}, padding {padding} (bilinear / nearest, "
                           f"zeros / border are lowered)")
     if x.rank != 4 or grid.rank != 4 or grid.shape[-1] != 2:
         raise Unsupported("grid_sampler_2d expects [N, C, H, W] and [N, Ho, Wo, 2]")
-    return opmath(x.dtype)
+    ct = opmath(x.dtype)
+    g = em.convert(grid, ct)
+    h, w = x.shape[2:]
+    return ct, _coords(em, g, w, 0, align, padding, ct), _coords(em, g, h, 1, align, padding, ct), _rows(em, x, ct)
 
 
 @rule(aten.grid_sampler_2d.default)
 def _grid_sampler(em, out, x, grid, mode, padding, align):
-    ct = _setup(x, grid, mode, padding)
+    ct, (xs, _), (ys, _), rows = _setup(em, x, grid, mode, padding, align)
     n, c, h, w = x.shape
-    g = em.convert(grid, ct)
-    xs, _ = _coords(em, g, w, 0, align, padding, ct)
-    ys, _ = _coords(em, g, h, 1, align, padding, ct)
-    rows = _rows(em, x, ct)
     total = None
     for yi, xi, wt, _, _ in _corners(em, xs, ys, ct, mode):
         idx, valid = _corner_index(em, n, yi, xi, h, w)
@@ -120,12 +120,8 @@ def _grid_sampler(em, out, x, grid, mode, padding, align):
 
 @rule(aten.grid_sampler_2d_backward.default)
 def _grid_sampler_backward(em, out, dy, x, grid, mode, padding, align, mask):
-    ct = _setup(x, grid, mode, padding)
+    ct, (xs, dxs), (ys, dys), rows = _setup(em, x, grid, mode, padding, align)
     n, c, h, w = x.shape
-    g = em.convert(grid, ct)
-    xs, dxs = _coords(em, g, w, 0, align, padding, ct)
-    ys, dys = _coords(em, g, h, 1, align, padding, ct)
-    rows = _rows(em, x, ct)
     dyr = _rows(em, dy, ct)  # [N, Ho, Wo, C]
     gin = em.const(0.0, ct, rows.shape)
     gx = gy = em.const(0.0, ct, xs.shape)
