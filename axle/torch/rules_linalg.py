@@ -70,18 +70,14 @@ def _diagonal(em, out, x, offset=0, dim1=0, dim2=1):
 
 
 def _place_diagonal(em, shape_plane_last, src: V, offset: int, base: V):
-    """base [.., r, c] with its offset diagonal replaced by src [.., n]."""
-    r, c = shape_plane_last[-2:]
-    n = src.shape[-1]
+    """base [.., r, c] with its offset diagonal replaced by src [.., n]: entry k sits in row
+    k (offset >= 0) or column k (offset < 0), so src runs along that dimension (zeros past
+    n) and a mask picks the diagonal."""
     rank = len(shape_plane_last)
-    lead = list(shape_plane_last[:-2])
-    if offset >= 0:  # diagonal entry k at row k: src along the rows, zero past n
-        s = em.pad(src, em.const(0, src.dtype), [0] * (rank - 1), [0] * (rank - 2) + [r - n]) if r > n else src
-        full = em.broadcast_in_dim(s, tuple(shape_plane_last), list(range(rank - 2)) + [rank - 2])
-    else:  # at column k
-        s = em.pad(src, em.const(0, src.dtype), [0] * (rank - 1), [0] * (rank - 2) + [c - n]) if c > n else src
-        full = em.broadcast_in_dim(s, tuple(shape_plane_last), list(range(rank - 2)) + [rank - 1])
-    del lead
+    along = rank - 2 if offset >= 0 else rank - 1
+    extra = shape_plane_last[along] - src.shape[-1]
+    s = em.pad(src, em.const(0, src.dtype), [0] * (rank - 1), [0] * (rank - 2) + [extra]) if extra > 0 else src
+    full = em.broadcast_in_dim(s, tuple(shape_plane_last), list(range(rank - 2)) + [along])
     return em.select(_diag_mask(em, tuple(shape_plane_last), offset), full, base)
 
 
