@@ -159,7 +159,7 @@ def _updates_reading_their_target(ops: list, want: set, block: Block) -> set:
                     if y is target:
                         hit = True
                     stack.append(y)
-                for r in o.regions:  # values a fused op's region reads from outside
+                if o.regions:  # values a fused op's regions read from outside
                     stack.extend(free_values(o))
             if hit:
                 out.add(u)
