@@ -502,11 +502,13 @@ def _bag_rows(em, rows: V, indices: V, per_sample_weights, padding_idx):
 @rule(aten._embedding_bag.default, aten._embedding_bag_forward_only.default)
 def _embedding_bag(em, out, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
                    per_sample_weights=None, include_last_offset=False, padding_idx=-1):
-    """Sums (mode 0) or means (mode 1) of weight's rows per bag; a bag is the indices from its
-    offset to the next (empty bags give zeros)."""
-    if mode not in (0, 1) or indices.rank != 1:
-        raise Unsupported("_embedding_bag other than sum / mean over 1-D indices")
+    """Sums (mode 0), means (mode 1) or maxima (mode 2) of weight's rows per bag; a bag is the
+    indices from its offset to the next (empty bags give zeros)."""
+    if mode not in (0, 1, 2) or indices.rank != 1:
+        raise Unsupported("_embedding_bag over indices that are not 1-D")
     n_bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    if mode == 2:
+        return _bag_max(em, out, weight, indices, offsets, n_bags, padding_idx)
     ct = opmath(weight.dtype)
     o2b = _bag_of_each(em, indices, offsets, n_bags)
     rows = em.convert(_gather_indices(em, weight, [indices]), ct)
@@ -522,6 +524,70 @@ def _embedding_bag(em, out, weight, indices, offsets, scale_grad_by_freq=False, 
         res.append(em.convert(v, o[1]) if tuple(shape_of(o)) == tuple(v.shape) else em.const(0, o[1], shape_of(o)))
     res.append(em.const(0, out[3][1], shape_of(out[3])))  # max_indices (unused by sum / mean)
     return tuple(res)
+
+
+def _bag_max(em, out, weight, indices, offsets, n_bags, padding_idx):
+    """Max-mode bags as PyTorch's kernel makes them: per feature the bag's first value, then
+    any strictly larger one (so a NaN is kept only where it comes first, and the first of
+    equal values gives max_indices); padding rows skipped; empty bags 0 with index 0. The
+    maximum of the non-NaN values by a scatter-max, the first position reaching it (and the
+    first position of the bag) by scatter-mins."""
+    from axle.torch.rules_reduce import _extreme
+    n, dd = indices.shape[0], weight.shape[1]
+    o2b = _bag_of_each(em, indices, offsets, n_bags)
+    rows = _gather_indices(em, weight, [indices])
+    et = rows.dtype
+    shape, bshape = (n, dd), (n_bags, dd)
+    use = em.const(True, "i1", shape)
+    if padding_idx is not None and padding_idx >= 0:
+        use = em.broadcast_in_dim(em.compare("NE", em.convert(indices, "i64"), em.const(padding_idx, "i64", (n,))),
+                                  shape, [0])
+    nan = em.compare("NE", rows, rows)
+    low = em.const(_extreme(et, True), et, shape)
+    plain = em.select(em.binary("and", use, em.unary("not", nan)), rows, low)
+
+    def per_bag(v):  # [n, dd] coordinates (bag, feature) of each row's values
+        return em.concat([em.reshape(em.broadcast_in_dim(v, shape, [0]), shape + (1,)),
+                          em.reshape(em.iota(shape, 1, "i64"), shape + (1,))], 2)
+    coords = per_bag(o2b)
+    m = _scatter_points(em, em.const(_extreme(et, True), et, bshape), coords, plain, "maximum")
+    pos = em.iota(shape, 0, "i64")
+    never = em.const(n, "i64", shape)
+    first = _scatter_points(em, em.const(n, "i64", bshape), coords, em.select(use, pos, never), "minimum")
+    hit = em.binary("and", em.binary("and", use, em.unary("not", nan)),
+                    em.compare("EQ", rows, _gather_points(em, m, coords, shape)))
+    best = _scatter_points(em, em.const(n, "i64", bshape), coords, em.select(hit, pos, never), "minimum")
+    has = em.compare("LT", first, em.const(n, "i64", bshape))
+
+    def at(position):  # rows / indices at [bag's position, feature]
+        safe = em.binary("minimum", position, em.const(n - 1, "i64", bshape))
+        c = em.concat([em.reshape(safe, bshape + (1,)), em.reshape(em.iota(bshape, 1, "i64"), bshape + (1,))], 2)
+        return c
+    first_value = _gather_points(em, rows, at(first), bshape)
+    nan_first = em.binary("and", has, em.compare("NE", first_value, first_value))
+    chosen = em.select(nan_first, first, best)
+    value = em.select(has, em.select(nan_first, first_value, m), em.const(0, et, bshape))
+    which = _gather_points(em, em.broadcast_in_dim(em.convert(indices, "i64"), shape, [0]), at(chosen), bshape)
+    which = em.select(has, which, em.const(0, "i64", bshape))
+    count = _scatter_leading(em, em.const(0, "i64", (n_bags,)), [o2b], (n,), em.const(1, "i64", (n,)), True)
+    res = [em.convert(value, out[0][1])]
+    for o, v in zip(out[1:], (o2b, count, which)):
+        res.append(em.convert(v, o[1]) if tuple(shape_of(o)) == tuple(v.shape) else em.const(0, o[1], shape_of(o)))
+    return tuple(res)
+
+
+def _bag_max_grad(em, out, grad, bag_size, maximum_indices, num_weights):
+    """Each bag's gradient to the rows its maxima came from (non-empty bags only)."""
+    n_bags, dd = grad.shape
+    ct = opmath(grad.dtype)
+    g = em.convert(grad, ct)
+    nonempty = em.broadcast_in_dim(em.compare("GT", em.convert(bag_size, "i64"), em.const(0, "i64", (n_bags,))),
+                                   (n_bags, dd), [0])
+    g = em.select(nonempty, g, em.const(0, ct, (n_bags, dd)))
+    coords = em.concat([em.reshape(em.convert(maximum_indices, "i64"), (n_bags, dd, 1)),
+                        em.reshape(em.iota((n_bags, dd), 1, "i64"), (n_bags, dd, 1))], 2)
+    gw = _scatter_points(em, em.const(0, ct, (num_weights, dd)), coords, g, "add")
+    return em.convert(gw, out[1])
 
 
 def _bag_grad(em, out, grad, indices, o2b, num_weights, scale_grad_by_freq, mode, per_sample_weights,
@@ -549,6 +615,8 @@ def _embedding_bag_backward(em, out, grad, indices, offsets, offset2bag, bag_siz
     """(the bags recomputed from the offsets)"""
     if sparse:
         raise Unsupported("sparse embedding_bag gradients")
+    if mode == 2:
+        return _bag_max_grad(em, out, grad, bag_size, maximum_indices, num_weights)
     o2b = _bag_of_each(em, indices, offsets, grad.shape[0])
     return _bag_grad(em, out, grad, indices, o2b, num_weights, scale_grad_by_freq, mode, per_sample_weights,
                      padding_idx)
@@ -557,6 +625,8 @@ def _embedding_bag_backward(em, out, grad, indices, offsets, offset2bag, bag_siz
 @rule(aten._embedding_bag_dense_backward.default)
 def _embedding_bag_dense_backward(em, out, grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
                                   scale_grad_by_freq, mode, per_sample_weights, padding_idx=-1):
+    if mode == 2:
+        return _bag_max_grad(em, out, grad, bag_size, maximum_indices, num_weights)
     if offset2bag.shape != indices.shape:
         raise Unsupported("_embedding_bag_dense_backward without the bag of each index")
     return _bag_grad(em, out, grad, indices, em.convert(offset2bag, "i64"), num_weights, scale_grad_by_freq, mode,

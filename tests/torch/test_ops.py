@@ -542,11 +542,15 @@ def test_transposed_convolution_backward(dtype):
         check(run_both({name: f}, [x, w, g]), dtype)
 
 
-@pytest.mark.parametrize("mode", [0, 1], ids=["sum", "mean"])
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["sum", "mean", "max"])
 def test_embedding_bag_and_its_gradient(mode):
-    """_embedding_bag (sum / mean over offsets, an empty bag, include_last_offset,
-    per-sample weights, padding_idx) and its dense weight gradient, against eager."""
+    """_embedding_bag (sum / mean / max over offsets, an empty bag, include_last_offset,
+    per-sample weights, padding_idx; max with ties and a NaN) and its dense weight gradient,
+    against eager."""
     w = rand((20, 6), torch.float32, seed=31)
+    if mode == 2:
+        w = w.round()  # ties between rows
+        w[12, 2] = float("nan")
     idx = torch.tensor([3, 7, 7, 0, 19, 4, 4, 4, 12, 1])
     offs = torch.tensor([0, 3, 3, 6])
     psw = rand((10,), torch.float32, 0.5, 1.5, seed=32)
@@ -562,6 +566,10 @@ def test_embedding_bag_and_its_gradient(mode):
            "last_offset": lambda w, psw, g: aten._embedding_bag.default(w, idx, torch.tensor([0, 3, 6, 10]), False,
                                                                           mode, include_last_offset=True)[0],
            "grad": bwd, "grad_padding": lambda *a: bwd(*a, pad=7)}
+    if mode == 2:
+        ops["full"] = lambda w, psw, g: aten._embedding_bag.default(w, idx, offs, False, 2)
+        ops["nan_first"] = lambda w, psw, g: aten._embedding_bag.default(w, torch.tensor([12, 3, 12, 5]),
+                                                                         torch.tensor([0, 2]), False, 2)[::3]
     if mode == 0:
         ops["weighted"] = lambda w, psw, g: aten._embedding_bag.default(w, idx, offs, False, 0, per_sample_weights=psw)[0]
     check(run_both(ops, [w, psw, g]), torch.float32)
