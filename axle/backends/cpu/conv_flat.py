@@ -41,6 +41,11 @@ MAX_CHANNELS = 64
 # phase taps / taps above which a strided gradient is left as it is: 7 x 7 stride 2 (64 /
 # 49, ResNet's stem) 20 -> 14 ms; 3 x 3 stride 2 (16 / 9) 23 -> 32 ms; 4 x 4 stride 2: none
 MAX_TAP_WASTE = 1.35
+# ...and input features from which it is left as it is too: the phases' stream is read
+# through a transpose once per tap row, which the general path beat with more channels
+# (4 x 4 stride 2, 16 -> 32 on 64 x 64: 1.5 ms general, 2.1-2.3 through the phases;
+# 3 -> 64 7 x 7 stride 2: 20 -> 14 ms through them)
+PHASES_MAX_CHANNELS = 8
 
 
 def _arr(vals) -> A.DenseArrayAttr:
@@ -161,7 +166,7 @@ def _space_to_depth(op: Operation, pads, sh: int, sw: int) -> bool:
     hp, wp = h + int(pads[0].sum()), w + int(pads[1].sum())
     hz, wz = -(-hp // sh), -(-wp // sw)
     kh2, kw2 = hz - ho + 1, wz - wo + 1
-    if (kh2 * kw2) * sh * sw > MAX_TAP_WASTE * (kh * kw) \
+    if c >= PHASES_MAX_CHANNELS or (kh2 * kw2) * sh * sw > MAX_TAP_WASTE * (kh * kw) \
             or (hz * wz) * (kh2 * kw2) * sh * sw > MAX_WASTE * (ho * wo) * (kh * kw):
         return False
     b = Builder.before(op)
