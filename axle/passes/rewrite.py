@@ -81,6 +81,50 @@ class Patterns:
         return self.table.get(name, []) + self.table.get("*", [])
 
 
+def i64_array(vals) -> A.DenseArrayAttr:
+    return A.DenseArrayAttr(i64, tuple(int(v) for v in vals))
+
+
+def transposed(b: Builder, v: Value, perm) -> Value:
+    """stablehlo.transpose of v by perm (v itself for the identity)."""
+    perm = [int(p) for p in perm]
+    if perm == list(range(len(perm))):
+        return v
+    t = v.type
+    return b.create("stablehlo.transpose", [v], [TensorType(tuple(t.shape[p] for p in perm), t.element_type)],
+                    {"permutation": i64_array(perm)}).result
+
+
+def reshaped(b: Builder, v: Value, shape) -> Value:
+    """stablehlo.reshape of v to shape (v itself when it has that shape)."""
+    shape = tuple(int(n) for n in shape)
+    if tuple(v.type.shape) == shape:
+        return v
+    return b.create("stablehlo.reshape", [v], [TensorType(shape, v.type.element_type)], {}).result
+
+
+def padded(b: Builder, v: Value, low, high, interior=None) -> Value:
+    """stablehlo.pad of v with zeros (negative edges cut)."""
+    t = v.type
+    interior = [0] * t.rank if interior is None else list(interior)
+    zero = b.constant(np.zeros(()), TensorType((), t.element_type))
+    shape = tuple(int(lo) + int(hi) + (int(n) - 1) * (int(k) + 1) + 1 if n else int(lo) + int(hi)
+                  for n, lo, hi, k in zip(t.shape, low, high, interior))
+    return b.create("stablehlo.pad", [v, zero], [TensorType(shape, t.element_type)],
+                    {"edge_padding_low": i64_array(low), "edge_padding_high": i64_array(high),
+                     "interior_padding": i64_array(interior)}).result
+
+
+def sliced(b: Builder, v: Value, start, limit, strides=None) -> Value:
+    """stablehlo.slice of v."""
+    t = v.type
+    strides = [1] * t.rank if strides is None else list(strides)
+    shape = tuple(-(-(int(e) - int(s)) // int(k)) for s, e, k in zip(start, limit, strides))
+    return b.create("stablehlo.slice", [v], [TensorType(shape, t.element_type)],
+                    {"start_indices": i64_array(start), "limit_indices": i64_array(limit),
+                     "strides": i64_array(strides)}).result
+
+
 def sum_reduce(b: Builder, x: Value, dims) -> Value:
     """stablehlo.reduce of x over `dims` with an add and a zero init (x's element type)."""
     t = x.type

@@ -29,7 +29,7 @@ import numpy as np
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, i64
-from axle.passes.rewrite import Builder
+from axle.passes.rewrite import Builder, i64_array, padded, reshaped, sliced
 
 NHWC_FILTER_GRAD = (3, 0, (1, 2), 0, 3, (1, 2), 2, 3, (0, 1))  # [f, 0, 1, b] x [i, 0, 1, o] -> [0, 1, b, f]
 MAX_WASTE = 2.0  # (Hp Wp) / (Ho Wo) above which the zero rows cost too much
@@ -48,49 +48,23 @@ MAX_TAP_WASTE = 1.35
 PHASES_MAX_CHANNELS = 8
 
 
-def _arr(vals) -> A.DenseArrayAttr:
-    return A.DenseArrayAttr(i64, tuple(int(v) for v in vals))
-
-
-def _reshape(b: Builder, v, shape):
-    return b.create("stablehlo.reshape", [v], [TensorType(tuple(int(n) for n in shape), v.type.element_type)],
-                    {}).result
-
-
-def _pad(b: Builder, v, lo, hi):
-    t = v.type
-    zero = b.constant(np.zeros((), np.float64), TensorType((), t.element_type))
-    shape = tuple(int(n) + int(a) + int(c) for n, a, c in zip(t.shape, lo, hi))
-    return b.create("stablehlo.pad", [v, zero], [TensorType(shape, t.element_type)],
-                    {"edge_padding_low": _arr(lo), "edge_padding_high": _arr(hi),
-                     "interior_padding": _arr([0] * t.rank)}).result
-
-
-def _slice(b: Builder, v, start, limit):
-    t = v.type
-    shape = tuple(int(e) - int(s) for s, e in zip(start, limit))
-    return b.create("stablehlo.slice", [v], [TensorType(shape, t.element_type)],
-                    {"start_indices": _arr(start), "limit_indices": _arr(limit),
-                     "strides": _arr([1] * t.rank)}).result
-
-
 def _gradient_1d(b: Builder, op: Operation, stream, dyf, kw: int):
     """The 1-D filter gradient of window kw: stream [S, C'] (S = L + kw - 1) against dyf
     [L, O] -> [kw, C', O], as a 2-D convolution with a unit row (the form the strided
     path takes: [f, 0, 1, b] x [i, 0, 1, o] -> [0, 1, b, f])."""
     s, c = stream.type.shape
     length, o = dyf.type.shape
-    x = _reshape(b, stream, (1, 1, s, c))
-    k = _reshape(b, dyf, (1, 1, length, o))
+    x = reshaped(b, stream, (1, 1, s, c))
+    k = reshaped(b, dyf, (1, 1, length, o))
     attrs = {k_: v for k_, v in op.attributes.items() if k_ in ("precision_config",)}
     attrs.update({
         "dimension_numbers": A.ConvDimensionNumbersAttr(*NHWC_FILTER_GRAD),
-        "window_strides": _arr([1, 1]), "lhs_dilation": _arr([1, 1]), "rhs_dilation": _arr([1, 1]),
+        "window_strides": i64_array([1, 1]), "lhs_dilation": i64_array([1, 1]), "rhs_dilation": i64_array([1, 1]),
         "padding": A.DenseElementsAttr(TensorType((2, 2), i64), np.zeros((2, 2), np.int64)),
         "feature_group_count": A.IntegerAttr(1, i64), "batch_group_count": A.IntegerAttr(1, i64)})
     out_t = TensorType((1, kw, c, o), stream.type.element_type)
     conv = b.create("stablehlo.convolution", [x, k], [out_t], attrs, regions=[])
-    return _reshape(b, conv.result, (kw, c, o))
+    return reshaped(b, conv.result, (kw, c, o))
 
 
 def flat_filter_gradient(op: Operation, phases: bool = False) -> bool:
@@ -130,21 +104,21 @@ def flat_filter_gradient(op: Operation, phases: bool = False) -> bool:
     if hp * wp > MAX_WASTE * ho * wo or length < MIN_K or o < 16 or stack and (kw * kh * c < MIN_M or kh > MAX_STACK):
         return False
     b = Builder.before(op)
-    x = _pad(b, lhs, [0, int(pads[0][0]), int(pads[1][0]), 0], [0, int(pads[0][1]), int(pads[1][1]), 0])
+    x = padded(b, lhs, [0, int(pads[0][0]), int(pads[1][0]), 0], [0, int(pads[0][1]), int(pads[1][1]), 0])
     tail = (kh - 1) * wp + kw - 1
-    flat = _pad(b, _reshape(b, x, (length, c)), [0, 0], [tail, 0])  # [L + tail, C]
-    dyf = _reshape(b, _pad(b, rhs, [0, 0, 0, 0], [0, hp - ho, wp - wo, 0]), (length, o))
+    flat = padded(b, reshaped(b, x, (length, c)), [0, 0], [tail, 0])  # [L + tail, C]
+    dyf = reshaped(b, padded(b, rhs, [0, 0, 0, 0], [0, hp - ho, wp - wo, 0]), (length, o))
     span = length + kw - 1
     if stack:  # [q, (kh, c)]: KH shifted copies side by side
-        parts = [_reshape(b, _slice(b, flat, [i * wp, 0], [i * wp + span, c]), (span, 1, c)) for i in range(kh)]
+        parts = [reshaped(b, sliced(b, flat, [i * wp, 0], [i * wp + span, c]), (span, 1, c)) for i in range(kh)]
         stacked = parts[0] if kh == 1 else b.create(
             "stablehlo.concatenate", parts, [TensorType((span, kh, c), lhs.type.element_type)],
             {"dimension": A.IntegerAttr(1, i64)}).result
-        g = _gradient_1d(b, op, _reshape(b, stacked, (span, kh * c)), dyf, kw)  # [kw, (kh, c), o]
-        g = _reshape(b, g, (kw, kh, c, o))
-        out = b.create("stablehlo.transpose", [g], [res.type], {"permutation": _arr([1, 0, 2, 3])}).result
+        g = _gradient_1d(b, op, reshaped(b, stacked, (span, kh * c)), dyf, kw)  # [kw, (kh, c), o]
+        g = reshaped(b, g, (kw, kh, c, o))
+        out = b.create("stablehlo.transpose", [g], [res.type], {"permutation": i64_array([1, 0, 2, 3])}).result
     else:
-        rows = [_reshape(b, _gradient_1d(b, op, _slice(b, flat, [i * wp, 0], [i * wp + span, c]), dyf, kw),
+        rows = [reshaped(b, _gradient_1d(b, op, sliced(b, flat, [i * wp, 0], [i * wp + span, c]), dyf, kw),
                          (1, kw, c, o)) for i in range(kh)]
         out = rows[0] if kh == 1 else b.create("stablehlo.concatenate", rows, [res.type],
                                                 {"dimension": A.IntegerAttr(0, i64)}).result
@@ -170,23 +144,23 @@ def _space_to_depth(op: Operation, pads, sh: int, sw: int) -> bool:
             or (hz * wz) * (kh2 * kw2) * sh * sw > MAX_WASTE * (ho * wo) * (kh * kw):
         return False
     b = Builder.before(op)
-    x = _pad(b, lhs, [0, int(pads[0][0]), int(pads[1][0]), 0],
+    x = padded(b, lhs, [0, int(pads[0][0]), int(pads[1][0]), 0],
              [0, int(pads[0][1]) + hz * sh - hp, int(pads[1][1]) + wz * sw - wp, 0])
-    x = _reshape(b, x, (n, hz, sh, wz, sw, c))
+    x = reshaped(b, x, (n, hz, sh, wz, sw, c))
     et = lhs.type.element_type
     x = b.create("stablehlo.transpose", [x], [TensorType((n, hz, wz, sh, sw, c), et)],
-                 {"permutation": _arr([0, 1, 3, 2, 4, 5])}).result
-    z = _reshape(b, x, (n, hz, wz, sh * sw * c))
+                 {"permutation": i64_array([0, 1, 3, 2, 4, 5])}).result
+    z = reshaped(b, x, (n, hz, wz, sh * sw * c))
     attrs = dict(op.attributes)
-    attrs["rhs_dilation"] = _arr([1, 1])
+    attrs["rhs_dilation"] = i64_array([1, 1])
     attrs["padding"] = A.DenseElementsAttr(TensorType((2, 2), i64), np.zeros((2, 2), np.int64))
     conv = b.create("stablehlo.convolution", [z, rhs], [TensorType((kh2, kw2, sh * sw * c, o), et)], attrs,
                     regions=[])
-    g = _reshape(b, conv.result, (kh2, kw2, sh, sw, c, o))
+    g = reshaped(b, conv.result, (kh2, kw2, sh, sw, c, o))
     g = b.create("stablehlo.transpose", [g], [TensorType((kh2, sh, kw2, sw, c, o), et)],
-                 {"permutation": _arr([0, 2, 1, 3, 4, 5])}).result
-    g = _reshape(b, g, (kh2 * sh, kw2 * sw, c, o))
-    out = g if (kh2 * sh, kw2 * sw) == (kh, kw) else _slice(b, g, [0, 0, 0, 0], [kh, kw, c, o])
+                 {"permutation": i64_array([0, 2, 1, 3, 4, 5])}).result
+    g = reshaped(b, g, (kh2 * sh, kw2 * sw, c, o))
+    out = g if (kh2 * sh, kw2 * sw) == (kh, kw) else sliced(b, g, [0, 0, 0, 0], [kh, kw, c, o])
     res.replace_all_uses_with(out)
     op.erase()
     flat_filter_gradient(conv, phases=True)  # the stride-1 gradient: flat when the strided path takes it

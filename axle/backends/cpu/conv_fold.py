@@ -28,46 +28,19 @@ import numpy as np
 from axle.ir import attributes as A
 from axle.ir.core import Operation
 from axle.ir.types import TensorType, i1, i64
-from axle.passes.rewrite import Builder
+from axle.passes.rewrite import Builder, i64_array, padded, reshaped, sliced, transposed
 
 MAX_COPIES = 16  # copies of the input (taps, or positions for a filter gradient) folding may make
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
-
-
-def _arr(vals) -> A.DenseArrayAttr:
-    return A.DenseArrayAttr(i64, tuple(int(v) for v in vals))
-
-
-def _transpose(b: Builder, v, perm):
-    perm = list(perm)
-    if perm == list(range(len(perm))):
-        return v
-    t = v.type
-    return b.create("stablehlo.transpose", [v], [TensorType(tuple(t.shape[p] for p in perm), t.element_type)],
-                    {"permutation": _arr(perm)}).result
-
-
-def _reshape(b: Builder, v, shape):
-    shape = tuple(int(n) for n in shape)
-    if tuple(v.type.shape) == shape:
-        return v
-    return b.create("stablehlo.reshape", [v], [TensorType(shape, v.type.element_type)], {}).result
 
 
 def _pad(b: Builder, x, dim: int, lo: int, hi: int, ldil: int):
     """x padded along dim: lo / hi at the edges (negative: cut), ldil - 1 between elements."""
     if not (lo or hi or ldil != 1):
         return x
-    t = x.type
-    rank = t.rank
-    zero = b.constant(np.zeros((), np.float64), TensorType((), t.element_type))
-    low, high, interior = [0] * rank, [0] * rank, [0] * rank
+    low, high, interior = [0] * x.type.rank, [0] * x.type.rank, [0] * x.type.rank
     low[dim], high[dim], interior[dim] = lo, hi, ldil - 1
-    shape = list(t.shape)
-    shape[dim] = lo + hi + (shape[dim] - 1) * ldil + 1
-    return b.create("stablehlo.pad", [x, zero], [TensorType(tuple(shape), t.element_type)],
-                    {"edge_padding_low": _arr(low), "edge_padding_high": _arr(high),
-                     "interior_padding": _arr(interior)}).result
+    return padded(b, x, low, high, interior)
 
 
 def _stack(b: Builder, x, dim: int, count: int, step: int, length: int, along: int, at: int):
@@ -80,11 +53,9 @@ def _stack(b: Builder, x, dim: int, count: int, step: int, length: int, along: i
     for j in range(count):
         start, limit, strides = [0] * t.rank, list(shape), [1] * t.rank
         start[dim], limit[dim], strides[dim] = j * step, j * step + (length - 1) * along + 1, along
-        piece_shape = list(shape)
-        piece_shape[dim] = length
-        piece = b.create("stablehlo.slice", [x], [TensorType(tuple(piece_shape), t.element_type)],
-                         {"start_indices": _arr(start), "limit_indices": _arr(limit), "strides": _arr(strides)}).result
-        parts.append(_reshape(b, piece, piece_shape[:at] + [1] + piece_shape[at:]))
+        piece = sliced(b, x, start, limit, strides)
+        piece_shape = list(piece.type.shape)
+        parts.append(reshaped(b, piece, piece_shape[:at] + [1] + piece_shape[at:]))
     if len(parts) == 1:
         return parts[0]
     out_shape = list(parts[0].type.shape)
@@ -148,18 +119,18 @@ def fold_leading_spatial(op: Operation) -> Optional[Operation]:
     if filter_grad and positions > MAX_COPIES or not filter_grad and taps > MAX_COPIES:
         return None
     b = Builder.before(op)
-    x = _reshape(b, lhs, shape)
+    x = reshaped(b, lhs, shape)
     w = rhs
     if rev[0]:
-        w = b.create("stablehlo.reverse", [w], [kt], {"dimensions": _arr([kk])}).result
+        w = b.create("stablehlo.reverse", [w], [kt], {"dimensions": i64_array([kk])}).result
     if filter_grad:
         # [g, D, fg, rest.., b] padded; per output position o (few) the taps k (strided by
         # the dilation) stacked innermost: [(g, k, fg), rest.., (b, o)]
-        x = _pad(b, _transpose(b, x, [g_d, d_d, fg_d, *rest, b_d]), 1, lo, hi, ld)
+        x = _pad(b, transposed(b, x, [g_d, d_d, fg_d, *rest, b_d]), 1, lo, hi, ld)
         x = _stack(b, x, 1, positions, s, taps, r, m + 4)
-        x = _reshape(b, x, [F * taps, *rest_sizes, B * positions])
-        w = _transpose(b, w, [*k_taps_in, *k_rest, dn.kernel_output_feature_dimension])
-        w = _reshape(b, w, [taps * I, *k_rest_sizes, O])
+        x = reshaped(b, x, [F * taps, *rest_sizes, B * positions])
+        w = transposed(b, w, [*k_taps_in, *k_rest, dn.kernel_output_feature_dimension])
+        w = reshaped(b, w, [taps * I, *k_rest_sizes, O])
         new_dn = A.ConvDimensionNumbersAttr(m + 1, 0, spatial, 0, m + 1, spatial, m, m + 1, tuple(range(m)))
         out_shape = [*o_rest_sizes, out_b * positions, O]
         unfolded = [*o_rest_sizes, out_b, positions, O]
@@ -167,30 +138,30 @@ def fold_leading_spatial(op: Operation) -> Optional[Operation]:
     else:
         # [b, D, rest.., g, fg] padded; per tap k (few) the positions o (strided by the
         # stride) stacked between g and fg: [(b, o), rest.., (g, k, fg)]
-        x = _pad(b, _transpose(b, x, [b_d, d_d, *rest, g_d, fg_d]), 1, lo, hi, ld)
+        x = _pad(b, transposed(b, x, [b_d, d_d, *rest, g_d, fg_d]), 1, lo, hi, ld)
         x = _stack(b, x, 1, taps, r, positions, s, m + 3)
-        x = _reshape(b, x, [B * positions, *rest_sizes, F * taps])
-        w = _transpose(b, w, [*k_rest, *k_taps_in, dn.kernel_output_feature_dimension])
-        w = _reshape(b, w, [*k_rest_sizes, taps * I, O])
+        x = reshaped(b, x, [B * positions, *rest_sizes, F * taps])
+        w = transposed(b, w, [*k_rest, *k_taps_in, dn.kernel_output_feature_dimension])
+        w = reshaped(b, w, [*k_rest_sizes, taps * I, O])
         new_dn = A.ConvDimensionNumbersAttr(0, m + 1, spatial, m, m + 1, tuple(range(m)), 0, m + 1, spatial)
         out_shape = [out_b * positions, *o_rest_sizes, O]
         unfolded = [out_b, positions, *o_rest_sizes, O]
         order = {"b": 0, "o": 1, "f": m + 2, "rest": list(range(2, m + 2))}
     attrs = dict(op.attributes)
     attrs["dimension_numbers"] = new_dn
-    attrs["window_strides"] = _arr(list(strides)[1:])
+    attrs["window_strides"] = i64_array(list(strides)[1:])
     attrs["padding"] = A.DenseElementsAttr(TensorType((m, 2), i64), pads[1:].copy())
-    attrs["lhs_dilation"] = _arr(list(ldil)[1:])
-    attrs["rhs_dilation"] = _arr(list(rdil)[1:])
+    attrs["lhs_dilation"] = i64_array(list(ldil)[1:])
+    attrs["rhs_dilation"] = i64_array(list(rdil)[1:])
     if "window_reversal" in attrs:
         attrs["window_reversal"] = A.DenseArrayAttr(i1, tuple(bool(v) for v in list(rev)[1:]))
     conv = b.create("stablehlo.convolution", [x, w], [TensorType(tuple(out_shape), et)], attrs, regions=[])
-    y = _reshape(b, conv.result, unfolded)
+    y = reshaped(b, conv.result, unfolded)
     # back to op's output layout: output dim d comes from unfolded's ...
     src = {dn.output_batch_dimension: order["b"], dn.output_feature_dimension: order["f"], oo: order["o"]}
     for d, u in zip(dn.output_spatial_dimensions[1:], order["rest"]):
         src[d] = u
-    y = _transpose(b, y, [src[d] for d in range(ot.rank)])
+    y = transposed(b, y, [src[d] for d in range(ot.rank)])
     res.replace_all_uses_with(y)
     op.erase()
     return conv

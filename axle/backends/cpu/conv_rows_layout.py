@@ -32,7 +32,7 @@ from axle.ir import attributes as A
 from axle.ir.core import Module, Operation
 from axle.ir.types import TensorType, i1, i64
 from axle.passes.pass_manager import Pass
-from axle.passes.rewrite import Builder, sum_reduce
+from axle.passes.rewrite import Builder, i64_array, padded, reshaped, sum_reduce, transposed
 from axle.backends.cpu.conv_flat import flat_filter_gradient
 from axle.backends.cpu.conv_fold import fold_leading_spatial
 
@@ -42,16 +42,6 @@ SMALL_FEATURES = 8  # output features below which the rows layout is used
 # as one run and the GEMM writes the output rows in place (NCHW 64 -> 48 channels, 3 x 3,
 # on 4 x 32 x 32: 30 -> 44 GFLOP/s)
 GEMM_MIN_FEATURES = 8
-
-
-def _transpose(b: Builder, v, perm: list):
-    t = v.type
-    return b.create("stablehlo.transpose", [v], [TensorType(tuple(t.shape[p] for p in perm), t.element_type)],
-                    {"permutation": A.DenseArrayAttr(i64, tuple(perm))}).result
-
-
-def _reshape(b: Builder, v, shape: tuple):
-    return b.create("stablehlo.reshape", [v], [TensorType(tuple(shape), v.type.element_type)], {}).result
 
 
 def _as_2d(op: Operation):
@@ -92,11 +82,11 @@ def _as_2d(op: Operation):
     if "window_reversal" in attrs:
         attrs["window_reversal"] = A.DenseArrayAttr(i1, (False, bool(rev[0])))
     b = Builder.before(op)
-    x = _reshape(b, lhs, insert(lhs.type.shape, si))
-    w = _reshape(b, rhs, insert(rhs.type.shape, sk))
+    x = reshaped(b, lhs, insert(lhs.type.shape, si))
+    w = reshaped(b, rhs, insert(rhs.type.shape, sk))
     out_t = TensorType(insert(res.type.shape, so), res.type.element_type)
     conv = b.create("stablehlo.convolution", [x, w], [out_t], attrs, regions=[])
-    res.replace_all_uses_with(_reshape(b, conv.result, res.type.shape))
+    res.replace_all_uses_with(reshaped(b, conv.result, res.type.shape))
     op.erase()
     return conv
 
@@ -128,10 +118,10 @@ def _rewrite(op: Operation) -> bool:
     attrs = dict(op.attributes)
     attrs["dimension_numbers"] = new_dn
     b = Builder.before(op)
-    x = _transpose(b, lhs, in_perm)
+    x = transposed(b, lhs, in_perm)
     conv = b.create("stablehlo.convolution", [x, rhs], [out_t], attrs, regions=[])
     back = [out_perm.index(d) for d in range(rank)]
-    out = _transpose(b, conv.result, back)
+    out = transposed(b, conv.result, back)
     res.replace_all_uses_with(out)
     op.erase()
     return True
@@ -186,13 +176,13 @@ def _relayout(op: Operation, in_perm: list, k_perm: list, out_perm: list, new_dn
     res = op.results[0]
     same = list(range(len(in_perm)))
     b = Builder.before(op)
-    x = lhs if in_perm == same else _transpose(b, lhs, in_perm)
-    w = rhs if k_perm == same else _transpose(b, rhs, k_perm)
+    x = lhs if in_perm == same else transposed(b, lhs, in_perm)
+    w = rhs if k_perm == same else transposed(b, rhs, k_perm)
     out_t = TensorType(tuple(res.type.shape[p] for p in out_perm), res.type.element_type)
     attrs = dict(op.attributes)
     attrs["dimension_numbers"] = new_dn
     conv = b.create("stablehlo.convolution", [x, w], [out_t], attrs, regions=[])
-    out = conv.result if out_perm == same else _transpose(b, conv.result, [out_perm.index(d) for d in same])
+    out = conv.result if out_perm == same else transposed(b, conv.result, [out_perm.index(d) for d in same])
     res.replace_all_uses_with(out)
     op.erase()
 
@@ -273,13 +263,9 @@ def _undilate_depthwise(op: Operation) -> Optional[Operation]:
     if any(n <= 0 for n in shape):
         return None
     b = Builder.before(op)
-    et = lhs.type.element_type
-    zero = b.constant(np.zeros(()), TensorType((), et))
-    arr = lambda v: A.DenseArrayAttr(i64, tuple(v))  # noqa: E731
-    x = b.create("stablehlo.pad", [lhs, zero], [TensorType(tuple(shape), et)],
-                 {"edge_padding_low": arr(low), "edge_padding_high": arr(high), "interior_padding": arr(interior)}).result
+    x = padded(b, lhs, low, high, interior)
     attrs = dict(op.attributes)
-    attrs["lhs_dilation"] = arr([1] * nsp)
+    attrs["lhs_dilation"] = i64_array([1] * nsp)
     attrs["padding"] = A.DenseElementsAttr(TensorType((nsp, 2), i64), np.zeros((nsp, 2), np.int64))
     conv = b.create("stablehlo.convolution", [x, rhs], [res.type], attrs, regions=[])
     res.replace_all_uses_with(conv.result)
@@ -312,21 +298,21 @@ def _rewrite_depthwise_filter_gradient(op: Operation) -> bool:
     et = lt.element_type
     b = Builder.before(op)
     isp, ksp, osp = dn.input_spatial_dimensions, dn.kernel_spatial_dimensions, dn.output_spatial_dimensions
-    x = _transpose(b, lhs, [*isp, dn.input_feature_dimension, dn.input_batch_dimension])
-    x = _reshape(b, x, (1, lt.shape[isp[0]], lt.shape[isp[1]], n * c))
-    w = _transpose(b, rhs, [*ksp, dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension])
-    w = _reshape(b, w, (kt.shape[ksp[0]], kt.shape[ksp[1]], 1, n * c))
+    x = transposed(b, lhs, [*isp, dn.input_feature_dimension, dn.input_batch_dimension])
+    x = reshaped(b, x, (1, lt.shape[isp[0]], lt.shape[isp[1]], n * c))
+    w = transposed(b, rhs, [*ksp, dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension])
+    w = reshaped(b, w, (kt.shape[ksp[0]], kt.shape[ksp[1]], 1, n * c))
     oh, ow = ot.shape[osp[0]], ot.shape[osp[1]]
     attrs = dict(op.attributes)
     attrs["dimension_numbers"] = A.ConvDimensionNumbersAttr(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2))
     attrs["feature_group_count"] = A.IntegerAttr(n * c, i64)
     attrs["batch_group_count"] = A.IntegerAttr(1, i64)
     conv = b.create("stablehlo.convolution", [x, w], [TensorType((1, oh, ow, n * c), et)], attrs, regions=[])
-    pairs = _reshape(b, conv.result, (oh, ow, n, c))
+    pairs = reshaped(b, conv.result, (oh, ow, n, c))
     total = sum_reduce(b, pairs, (2,))
-    total = _reshape(b, total, (oh, ow, 1, c))  # [osp0, osp1, ob, of]
+    total = reshaped(b, total, (oh, ow, 1, c))  # [osp0, osp1, ob, of]
     order = [osp[0], osp[1], dn.output_batch_dimension, dn.output_feature_dimension]
-    out = total if order == [0, 1, 2, 3] else _transpose(b, total, [order.index(d) for d in range(4)])
+    out = total if order == [0, 1, 2, 3] else transposed(b, total, [order.index(d) for d in range(4)])
     res.replace_all_uses_with(out)
     op.erase()
     return True
