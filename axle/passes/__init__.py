@@ -10,6 +10,7 @@ from axle.passes.registry import PASSES, make_pass, register_pass
 
 # the passes (each registers itself into PASSES), in this order
 from axle.passes import (inline, dead_code, cse, constant_folding, simplify, dot_canonicalize,  # noqa: E402,F401,I001
+                         sink_transposes,
                          chlo_expand, expanders, refine_shapes, transpose_fold, lower_quant,
                          jax_custom_calls, forward_tuples, drop_barriers, static_shape_ops, unroll_loops,
                          while_licm, widen_lowp_reductions)

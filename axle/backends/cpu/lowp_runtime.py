@@ -52,6 +52,7 @@ from axle.codegen.emitter import CountedLoop as _Loop  # (also lowp_f32_pack's l
 
 MR, NR = 8, 32  # rows x columns of the register tile
 KB = 512  # groups of k per packed block of the rhs (a panel block: KB * 128 bytes on the stack)
+HALF_TILES = True  # panels of at most one vector's columns by one-vector tiles (_lhs_tiles)
 DIRECT_M = 64  # f32: a row-major rhs is read in place by dots of fewer rows (more: packed per panel)
 # AVX2 (f32_avx2): by one row tile only. Read in place by several, a panel of a matrix whose
 # rows are a power of two apart maps to a few cache sets and is fetched from memory again
@@ -348,10 +349,12 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0,
         t_end = b.select(b.icmp_signed("<", t1, whole), t1, whole)
         t_end = b.select(b.icmp_signed("<", t_end, t0), t0, t_end)
 
-    def tiles(t, rows=None):
+    lanes = GEOMETRY[kind][2]
+
+    def tiles(t, rows=None, half=False):
         def tile_(ldk_):
             _tile(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0, ng, t, col0, ncols,
-                  full_n, first, fscale, ldk_, rows)
+                  full_n, first, fscale, ldk_, rows, half)
         if kind in F32_KINDS:  # an lhs read in place: k contiguous, or rows contiguous ([K, M])
             with b.if_else(b.icmp_signed("==", ldk, _c(1))) as (unit, strided):
                 with unit:
@@ -360,8 +363,16 @@ def _lhs_tiles(b, kind, dot, zero, ap, bbase, bstride, csum, c, ldc, m, lda, g0,
                     tile_(ldk)
         else:
             tile_(None)
-    with _Loop(b, t0, t_end, "t") as t:
-        tiles(t)
+    # a panel of at most one vector's columns (N = 48 leaves one of 16) by tiles one vector
+    # wide: half the products of a whole tile, all but the masked lanes wanted
+    narrow_ok = b.icmp_signed("<=", ncols, _c(lanes if HALF_TILES else 0))
+    with b.if_else(narrow_ok) as (narrow, wide):
+        with narrow:
+            with _Loop(b, t0, t_end, "t") as t:
+                tiles(t, half=True)
+        with wide:
+            with _Loop(b, t0, t_end, "t") as t:
+                tiles(t)
     if exact:  # the last partial tile, when it is one of t0 .. t1 - 1
         left = b.sub(m, b.mul(t_end, _c(mr)))
         with b.if_then(b.and_(b.icmp_signed("<", t_end, t1), b.icmp_signed(">", left, _c(0)))):
@@ -516,15 +527,18 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
 
 
 def _tile(b, kind, dot, zero, ap, bp, bstride, csum, c, ldc, m, kg_all, g0, ng, t, col0, ncols, full_n, first,
-          fscale, ldk=None, rows=None):
+          fscale, ldk=None, rows=None, half=False):
     """One MR x NR tile of C over the packed block: the k loop from zero, the sums stored
     (`first`) or added to C.
     With `rows` (< MR): the tile of the last rows of C, that many (row tile t still
-    starts at row MR t)."""
+    starts at row MR t). With `half`: the tile's first vector of columns only (a panel of
+    at most that many columns)."""
     _, _, vt = KINDS[kind]
     geometry_rows, nr, lanes = GEOMETRY[kind]
     mr = rows or geometry_rows
-    nv = nr // lanes  # vectors in a row of the tile
+    nv = 1 if half else nr // lanes  # vectors in a row of the tile
+    if half:
+        full_n = b.icmp_signed(">=", ncols, _c(lanes))
     bv = ir.VectorType(I32, lanes)
     row0 = b.mul(t, _c(geometry_rows))
     full = b.and_(full_n, b.icmp_signed("<=", b.add(row0, _c(mr)), m))
@@ -573,7 +587,7 @@ def _tile(b, kind, dot, zero, ap, bp, bstride, csum, c, ldc, m, kg_all, g0, ng, 
     if kind == "vnni":  # subtract 128 x this block's column sums (fscale 0 when unflipped)
         c0 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(0)), V16I32.as_pointer()), align=4), fscale)
         c1 = b.mul(b.load(b.bitcast(_gep(b, csum, I32, _c(16)), V16I32.as_pointer()), align=4), fscale)
-        outs = [b.sub(v, c0 if i % 2 == 0 else c1) for i, v in enumerate(outs)]
+        outs = [b.sub(v, c0 if i % nv == 0 else c1) for i, v in enumerate(outs)]
     add = b.fadd if isinstance(vt.element, ir.FloatType) else b.add
     with b.if_else(full) as (whole, part):
         with whole:

@@ -50,6 +50,9 @@ def lowering_pipeline() -> list:
         # convolutions with a few features innermost (NHWC RGB filters) in a layout with a
         # spatial dimension innermost, where the rows kernel vectorizes them
         CpuConvRowsLayout(),
+        # the elementwise ops between two such layout changes (bias, batch norm, ReLU) in the
+        # convolutions' layout, the transposes moved down until they cancel
+        PASSES["sink-transposes"](),
         # bf16 / f16 sums and products (reduce, reduce_window) accumulate in f32, as XLA's do
         PASSES["widen-lowp-reductions"](),
         # bf16 / f16 dots in loops with an operand from outside in f32, and that operand's

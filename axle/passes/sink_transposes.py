@@ -1,0 +1,176 @@
+"""Transpose sinking (pass "sink-transposes"): elementwise work runs in the layout a value
+was produced in, and transposes move down to where they are needed, or cancel.
+
+A convolution in another layout than its kernel's (PyTorch's NCHW on the CPU's NHWC
+kernels) is wrapped in transposes: NHWC result -> NCHW, then the bias, batch norm, ReLU
+in NCHW, then NCHW -> NHWC for the next convolution. The elementwise ops in between then
+read their input across the innermost dimension (a strided loop that does not vectorize),
+and the two transposes around them move the data twice. Rewriting
+
+    e(transpose(x, p), broadcast(b), ...) -> transpose(e(x, broadcast'(b), ...), p)
+
+computes e along x's layout, and pushes the transpose below it; repeated, the transpose
+reaches the next convolution's transpose, and the pair composes to nothing. A training
+graph that also returns the NCHW activation keeps one plain transpose of it (a tiled
+copy), where it had two strided loops before.
+
+The rewrite applies to a transpose only when every one of its readers can take x
+instead (so no value ends up transposed twice):
+* an elementwise op in the same block whose other operands are transposes by the same
+  permutation (read as their operands), broadcasts (made along x's layout), splat
+  constants or scalars;
+* a reduce of it alone whose kept dimensions stay in order (the batch-norm statistics);
+* another transpose (the two compose).
+
+Which transposes start it: those of a convolution's result (what a layout change around a
+convolution leaves), and then the transposes the rewrite itself moves down. Transposes
+that a program wrote are left where they are: sinking those could move them away from a
+dot that reads them for free (transpose-fold) or make a value live in two layouts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from axle.ir import attributes as A
+from axle.ir.core import Module, Operation, Value
+from axle.ir.ops import ELEMENTWISE, lookup
+from axle.ir.types import TensorType
+from axle.passes.pass_manager import Pass
+from axle.passes.registry import register_pass
+from axle.passes.rewrite import Builder, i64_array, transposed
+
+STARTS = ("stablehlo.convolution",)  # ops whose transposed results start a sinking
+
+
+def _perm(t: Operation) -> list:
+    return [int(p) for p in t.attr("permutation")]
+
+
+def _is_transpose(v: Value, perm) -> bool:
+    op = getattr(v, "owner", None)
+    return isinstance(op, Operation) and op.name == "stablehlo.transpose" and _perm(op) == perm
+
+
+def _splat(v: Value):
+    op = getattr(v, "owner", None)
+    if not isinstance(op, Operation) or op.name != "stablehlo.constant":
+        return None
+    attr = op.attributes.get("value")
+    if not isinstance(attr, A.DenseElementsAttr) or attr.array.size == 0 or not attr.is_splat:
+        return None
+    return attr.array.reshape(-1)[0]
+
+
+def _operand_ok(v: Value, t: Operation, perm) -> bool:
+    """Whether operand v of an elementwise reader of t's result has an x-layout form."""
+    if v is t.results[0] or _is_transpose(v, perm):
+        return True
+    if not isinstance(v.type, TensorType) or v.type.rank == 0:
+        return True
+    op = getattr(v, "owner", None)
+    return v.type.is_static  # (any other value: read through the inverse transpose)
+
+
+def _reader_ok(u: Operation, t: Operation, perm) -> bool:
+    if u.parent is not t.parent:
+        return False
+    if u.name == "stablehlo.transpose":
+        return True
+    if u.name == "stablehlo.reduce":
+        if len(u.operands) != 2 or u.operands[0] is not t.results[0] or u.operands[1] is t.results[0]:
+            return False
+        dims = {int(d) for d in u.attr("dimensions")}
+        kept = [perm[i] for i in range(len(perm)) if i not in dims]
+        return kept == sorted(kept)
+    d = lookup(u.name)
+    if d is None or ELEMENTWISE not in d.traits or u.regions or len(u.results) != 1:
+        return False
+    if not isinstance(u.results[0].type, TensorType) or u.results[0].type.shape != t.results[0].type.shape:
+        return False
+    return all(_operand_ok(v, t, perm) for v in u.operands)
+
+
+def _in_x_layout(b: Builder, v: Value, t: Operation, perm, shape) -> Value:
+    """Operand v (in t's result layout) as the value in x's layout whose transpose it is."""
+    if v is t.results[0]:
+        return t.operands[0]
+    if _is_transpose(v, perm):
+        return v.owner.operands[0]
+    if v.type.rank == 0:
+        return v
+    ty = TensorType(shape, v.type.element_type)
+    op = v.owner
+    if isinstance(op, Operation) and op.name == "stablehlo.broadcast_in_dim" and op.operands[0].type.is_static:
+        src = op.operands[0]
+        dims = [perm[int(d)] for d in op.attr("broadcast_dimensions")]
+        if dims != sorted(dims):  # keep the broadcast's dimensions increasing: transpose its (small) operand
+            order = [int(i) for i in np.argsort(dims)]
+            src = transposed(b, src, order)
+            dims = sorted(dims)
+        return b.create("stablehlo.broadcast_in_dim", [src], [ty],
+                        {"broadcast_dimensions": i64_array(dims)}).result
+    if _splat(v) is not None:
+        return b.splat(_splat(v), ty)
+    return transposed(b, v, [int(i) for i in np.argsort(perm)])
+
+
+def _sink(t: Operation, work: list, gone: set) -> bool:
+    """Move transpose t below its readers when all of them allow it (module docstring)."""
+    perm = _perm(t)
+    x = t.operands[0]
+    res = t.results[0]
+    changed = False
+    for u in list(dict.fromkeys(res.users)):  # transpose(transpose(x)): one transpose of x, whatever else reads t
+        if u.name == "stablehlo.transpose" and u.parent is t.parent:
+            new = transposed(Builder.before(u), x, [perm[i] for i in _perm(u)])
+            if new is not x:
+                work.append(new.owner)
+            u.results[0].replace_all_uses_with(new)
+            u.erase()
+            gone.add(u)
+            changed = True
+    readers = list(dict.fromkeys(res.users))
+    if not readers or not all(_reader_ok(u, t, perm) for u in readers):
+        if res.use_empty():
+            t.erase()
+            gone.add(t)
+        return changed
+    for u in readers:
+        b = Builder.before(u)
+        if u.name == "stablehlo.reduce":  # in place: its result keeps its layout
+            dims = sorted(perm[int(d)] for d in u.attr("dimensions"))
+            u.attributes["dimensions"] = i64_array(dims)
+            u.operands = [x, u.operands[1]]
+            continue
+        else:
+            operands = [_in_x_layout(b, v, t, perm, x.type.shape) for v in u.operands]
+            ty = TensorType(x.type.shape, u.results[0].type.element_type)
+            inner = b.create(u.name, operands, [ty], dict(u.attributes))
+            new = transposed(b, inner.results[0], perm)
+            work.append(new.owner)
+        u.results[0].replace_all_uses_with(new)
+        u.erase()
+        gone.add(u)
+    if res.use_empty():
+        t.erase()
+        gone.add(t)
+    return True
+
+
+@register_pass
+class SinkTransposes(Pass):
+    """Pass 'sink-transposes' (see the module docstring)."""
+
+    name = "sink-transposes"
+
+    def run(self, module: Module) -> bool:
+        work = [op for op in module.walk() if op.name == "stablehlo.transpose"
+                and isinstance(getattr(op.operands[0], "owner", None), Operation)
+                and op.operands[0].owner.name in STARTS]
+        changed = False
+        gone: set = set()  # ops erased on the way (a worklist entry may be one)
+        while work:
+            t = work.pop()
+            if t not in gone:
+                changed = _sink(t, work, gone) or changed
+        return changed
