@@ -152,12 +152,43 @@ def _dropout(em, out, x, p, train):
     return x, em.const(True, "i1", x.shape)
 
 
+def _groups(q, k) -> int:
+    """Query heads per key / value head (grouped-query attention: q [..., Hq, L, E] against
+    k, v [..., Hkv, S, E], Hq = G Hkv, query head h reading key head h // G); 1 otherwise."""
+    if q.rank < 3 or k.shape[-3] == q.shape[-3]:
+        return 1
+    hq, hkv = q.shape[-3], k.shape[-3]
+    if hkv == 0 or hq % hkv:
+        raise Unsupported(f"attention with {hq} query heads and {hkv} key heads")
+    return hq // hkv
+
+
+def _repeat_heads(em, t, g: int):
+    """[..., H, S, E] -> [..., H g, S, E], head h repeated g times in a row."""
+    if g == 1:
+        return t
+    lead = t.rank - 3
+    wide = em.broadcast_in_dim(t, t.shape[:-2] + (g,) + t.shape[-2:], list(range(lead + 1)) + [lead + 2, lead + 3])
+    return em.reshape(wide, t.shape[:-3] + (t.shape[-3] * g,) + t.shape[-2:])
+
+
+def _sum_heads(em, t, g: int):
+    """The inverse's gradient: [..., H g, S, E] -> [..., H, S, E], each head's g copies summed."""
+    if g == 1:
+        return t
+    lead = t.rank - 3
+    split = em.reshape(t, t.shape[:-3] + (t.shape[-3] // g, g) + t.shape[-2:])
+    return em.reduce_simple(split, [lead + 1], "add", 0)
+
+
 def attention(em, q, k, v, mask, causal, scale, ct):
-    """softmax(q k^T * scale + mask) v over (..., L, E) x (..., S, E); also the logsumexp."""
+    """softmax(q k^T * scale + mask) v over (..., L, E) x (..., S, E); also the logsumexp.
+    Grouped-query attention (fewer key / value heads) repeats the key and value heads."""
     lead = q.rank - 2
     L, S = q.shape[-2], k.shape[-2]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    q, k, v = em.convert(q, ct), em.convert(k, ct), em.convert(v, ct)
+    g = _groups(q, k)
+    q, k, v = em.convert(q, ct), _repeat_heads(em, em.convert(k, ct), g), _repeat_heads(em, em.convert(v, ct), g)
     kt = em.transpose(k, list(range(lead)) + [lead + 1, lead])
     s = dot(em, q, kt, lead, ct)
     s = em.binary("multiply", s, em.const(scale, ct, s.shape))
@@ -203,7 +234,9 @@ def _sdpa_flash_cpu_backward(em, out, g, q, k, v, o, lse, dropout_p, is_causal, 
     lead = q.rank - 2
     L, S = q.shape[-2], k.shape[-2]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    groups = _groups(q, k)
     g, q, k, v, o = (em.convert(t, ct) for t in (g, q, k, v, o))
+    k, v = _repeat_heads(em, k, groups), _repeat_heads(em, v, groups)
     tr = lambda t: em.transpose(t, list(range(lead)) + [lead + 1, lead])
     s = em.binary("multiply", dot(em, q, tr(k), lead, ct), em.const(scale, ct, q.shape[:-1] + (S,)))
     if is_causal:
@@ -223,6 +256,7 @@ def _sdpa_flash_cpu_backward(em, out, g, q, k, v, o, lse, dropout_p, is_causal, 
     ds = em.binary("multiply", ds, em.const(scale, ct, ds.shape))
     dq = dot(em, ds, k, lead, ct)
     dk = dot(em, tr(ds), q, lead, ct)
+    dk, dv = _sum_heads(em, dk, groups), _sum_heads(em, dv, groups)
     return tuple(em.convert(t, spec[1]) for t, spec in zip((dq, dk, dv), out))
 
 

@@ -272,6 +272,45 @@ def _scatter_points(em, a, coords, updates, combine: str):
                  region)
 
 
+def _window_positions(em, length: int, size: int, step: int):
+    """Tensor.unfold's windows over a dimension of `length`: their count n, and the i64
+    positions i step + j of window i's element j, flattened ([n size])."""
+    if size < 0 or step <= 0 or size > length:
+        raise Unsupported(f"unfold of size {size} step {step} over a dimension of {length}")
+    n = (length - size) // step + 1
+    pos = em.binary("add", em.binary("multiply", em.iota((n, size), 0), em.const(step, "i64", (n, size))),
+                    em.iota((n, size), 1))
+    return n, em.reshape(pos, (n * size,))
+
+
+@rule(aten.unfold.default)
+def _unfold(em, out, a, d, size, step):
+    """a.unfold(d, size, step): dimension d becomes the n windows, a last dimension their
+    `size` elements (a gather of positions i step + j)."""
+    d = dim(d, max(a.rank, 1))
+    if a.rank == 0:
+        return em.reshape(a, (1,))
+    n, pos = _window_positions(em, a.shape[d], size, step)
+    g = em.reshape(_gather_indices(em, a, [None] * d + [pos]), a.shape[:d] + (n, size) + a.shape[d + 1:])
+    return em.transpose(g, [i for i in range(g.rank) if i != d + 1] + [d + 1])
+
+
+@rule(aten.unfold_backward.default)
+def _unfold_backward(em, out, grad, input_sizes, d, size, step):
+    """The gradient of unfold: each window element's gradient added at its position."""
+    shape = tuple(int(x) for x in input_sizes)
+    d = dim(d, max(len(shape), 1))
+    if not shape:
+        return em.reshape(grad, ())
+    n, pos = _window_positions(em, shape[d], size, step)
+    last = grad.rank - 1
+    g = em.transpose(grad, list(range(d + 1)) + [last] + list(range(d + 1, last)))
+    g = em.reshape(g, shape[:d] + (n * size,) + shape[d + 1:])
+    index = em.broadcast_in_dim(pos, g.shape, [d])
+    zeros = em.const(0, grad.dtype, shape)
+    return _scatter_points(em, zeros, _full_index(em, index, d), g, "add")
+
+
 @rule(aten.scatter_add.default)
 def _scatter_add(em, out, a, d, index, src):
     d = dim(d, a.rank)

@@ -446,6 +446,26 @@ def test_attention(dtype):
     check(run_both(ops, [q, k, v, mask]), dtype)
 
 
+@pytest.mark.parametrize("dtype", NN_FLOATS, ids=str)
+def test_grouped_query_attention(dtype):
+    """Grouped-query attention (enable_gqa: 6 query heads over 2 key / value heads, query
+    head h reading key head h // 3), forward and the flash backward whose key and value
+    gradients sum over each head's group."""
+    q = rand((2, 6, 5, 4), dtype, -1, 1, seed=1)
+    k, v = (rand((2, 2, 7, 4), dtype, -1, 1, seed=s) for s in (2, 3))
+
+    def backward(q, k, v):
+        o, lse = aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False)
+        return aten._scaled_dot_product_flash_attention_for_cpu_backward.default(o * 0 + 0.3, q, k, v, o, lse, 0.0, False)
+
+    ops = {
+        "flash": lambda q, k, v: aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False, scale=0.6),
+        "math_gqa": lambda q, k, v: aten.scaled_dot_product_attention.default(q, k, v, enable_gqa=True),
+        "flash_backward": backward,
+    }
+    check(run_both(ops, [q, k, v]), dtype)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32], ids=str)
 def test_cumulative_sort_and_topk(dtype):
     """cumsum / cumprod / logcumsumexp as prefix scans, sort (stable: ties keep their order;
@@ -613,3 +633,23 @@ def test_pooling_3d_and_average_gradients(dtype):
         "avg2_backward_div": lambda x3, x2: avg_bwd(x2, [2, 3], [1, 2], [0, 1], True, True, 5, False),
     }
     check(run_both(ops, [x3, x2]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+def test_unfold_windows(dtype):
+    """Tensor.unfold (overlapping frames of a signal, patches along two dimensions) and its
+    backward (overlapping windows' gradients added up)."""
+    x = rand((3, 50), dtype, -2, 2, seed=1)
+    img = rand((2, 3, 9, 8), dtype, -2, 2, seed=2)
+    ops = {
+        "frames": lambda x, img: aten.unfold.default(x, 1, 16, 5),
+        "disjoint": lambda x, img: aten.unfold.default(x, -1, 10, 10),
+        "patches": lambda x, img: aten.unfold.default(aten.unfold.default(img, 2, 3, 2), 3, 4, 4),
+        "dim0": lambda x, img: aten.unfold.default(img, 0, 1, 1),
+    }
+    if dtype.is_floating_point:
+        ops["backward"] = lambda x, img: aten.unfold_backward.default(
+            aten.unfold.default(x, 1, 16, 5) * 1.5, [3, 50], 1, 16, 5)
+        ops["backward_mid"] = lambda x, img: aten.unfold_backward.default(
+            aten.unfold.default(img, 2, 3, 2), [2, 3, 9, 8], 2, 3, 2)
+    check(run_both(ops, [x, img]), dtype)
