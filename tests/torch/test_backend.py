@@ -313,3 +313,33 @@ def test_gaussian_process_marginal_likelihood_trains():
     assert STATS["axle_calls"] - before == 2
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
+
+
+def test_grouped_query_attention_trains_and_bool_eye():
+    """F.scaled_dot_product_attention with enable_gqa (8 query heads over 2 key / value
+    heads) trains with both graphs on axle, gradients equal to eager's; a bool torch.eye of
+    256 rows (its decomposition counts in uint16) lowers."""
+    torch._dynamo.reset()
+    torch.manual_seed(3)
+    wq, wk, wv = (torch.randn(32, n, requires_grad=True) for n in (64, 16, 16))
+
+    def f(x):
+        b, s, _ = x.shape
+        q = (x @ wq).view(b, s, 8, 8).transpose(1, 2)
+        k = (x @ wk).view(b, s, 2, 8).transpose(1, 2)
+        v = (x @ wv).view(b, s, 2, 8).transpose(1, 2)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        eye = torch.eye(256, dtype=torch.bool)[:s, :s]
+        return (o.sum(1) * eye.any(1)[None, :, None]).square().sum()
+    x = torch.randn(2, 12, 32)
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        loss = torch.compile(f, backend="axle")(x)
+        got = torch.autograd.grad(loss, (wq, wk, wv))
+    assert STATS["axle_calls"] - before == 2
+    want_loss = f(x)
+    want = torch.autograd.grad(want_loss, (wq, wk, wv))
+    torch.testing.assert_close(loss, want_loss, atol=1e-4, rtol=1e-5)
+    for g, w in zip(got, want):  # (gradients of about 5000: within 1e-5 of the largest)
+        torch.testing.assert_close(g, w, atol=1e-5 * float(w.abs().max()), rtol=0)
