@@ -72,7 +72,7 @@ def flat_filter_gradient(op: Operation, phases: bool = False) -> bool:
     takes the 1-D gradients; returns whether it did. (phases: op is _space_to_depth's, its
     features s x s times the input's.)"""
     from axle.backends.cpu.kernels_conv_general import conv_window
-    from axle.backends.cpu.kernels_conv_strided import ENABLED, MIN_K, MIN_M
+    from axle.backends.cpu.kernels_conv_strided import ENABLED, MIN_K, MIN_M, MIN_N
     lhs, rhs = op.operands
     res = op.results[0]
     if not ENABLED or not all(isinstance(v.type, TensorType) and v.type.is_static and str(v.type.element_type) == "f32"
@@ -101,7 +101,7 @@ def flat_filter_gradient(op: Operation, phases: bool = False) -> bool:
     if c >= MAX_CHANNELS and not phases:
         return False
     stack = kw * c < MIN_M
-    if hp * wp > MAX_WASTE * ho * wo or length < MIN_K or o < 16 or stack and (kw * kh * c < MIN_M or kh > MAX_STACK):
+    if hp * wp > MAX_WASTE * ho * wo or length < MIN_K or o < MIN_N or stack and (kw * kh * c < MIN_M or kh > MAX_STACK):
         return False
     b = Builder.before(op)
     x = padded(b, lhs, [0, int(pads[0][0]), int(pads[1][0]), 0], [0, int(pads[0][1]), int(pads[1][1]), 0])

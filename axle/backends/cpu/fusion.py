@@ -213,8 +213,8 @@ def _strided_transposes(ops: list, want: set, block: Block) -> set:
                 continue
             seen.add((o, moved))
             rt = _ty(o.results[0])
-            if not rt.is_static or rt.rank == 0 or rt.shape[-1] < 2:
-                continue
+            if not rt.is_static or rt.rank == 0 or rt.shape[-1] < 2 and o.name != "stablehlo.reshape":
+                continue  # (a reshape to a unit last dimension still walks its operand's: the fold's taps)
             if o.name == "stablehlo.transpose":
                 perm = [int(p) for p in o.attr("permutation")]
                 st = _ty(o.operands[0]).shape
@@ -229,13 +229,15 @@ def _strided_transposes(ops: list, want: set, block: Block) -> set:
                 if dims and dims[-1] == rt.rank - 1 and _ty(o.operands[0]).shape[-1] == rt.shape[-1]:
                     stack.append((o.operands[0], True))
             elif o.name in ("stablehlo.slice", "stablehlo.pad", "stablehlo.concatenate"):
-                # read at shifted positions (a conv_fold stack of a transposed input): the
-                # host's loop cannot tile a transpose through them
+                # read at shifted positions (a conv_fold stack of a transposed input, also a
+                # concatenate along the last dimension: the folded taps side by side in the
+                # features): the host's loop cannot tile a transpose through them. (A pad or
+                # slice that changes the last dimension's extent stops the walk: Transformer-
+                # XL's shift reads its scores through one, the shifted copy is the buffer.)
                 last = rt.rank - 1
                 if o.name == "stablehlo.slice" and int(o.attr("strides")[last]) != 1 \
                         or o.name == "stablehlo.pad" and (int(o.attr("interior_padding")[last]) != 0
-                                                           or _ty(o.operands[0]).shape[last] != rt.shape[last]) \
-                        or o.name == "stablehlo.concatenate" and int(o.attr("dimension")) == last:
+                                                           or _ty(o.operands[0]).shape[last] != rt.shape[last]):
                     continue
                 data = o.operands[:1] if o.name == "stablehlo.pad" else o.operands
                 stack.extend((x, True) for x in data if _ty(x).is_static)

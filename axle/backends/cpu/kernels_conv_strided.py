@@ -42,6 +42,11 @@ I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 P8 = I8.as_pointer()
 MIN_K = 256  # inner reduction run (columns of the patch matrix per call)
 MIN_M = 16  # inner row run (rows per call)
+# output features (GEMM columns) at least: a panel of at most one vector's columns runs
+# one-vector tiles (lowp_runtime._lhs_tiles), half of whose lanes are used at 8 (f32 on
+# AVX-512); the general path's gathered patches were slower still (a folded Conv3d 16 -> 8
+# filter gradient: 51 ms there)
+MIN_N = 8
 ENABLED = True  # (benchmarks switch it off to compare with the general path)
 
 
@@ -97,7 +102,7 @@ def strided_plan(op: Operation) -> Optional[dict]:
         return None
     m, lda, ldc = rows[-1]
     k, ldk, sbk = cols[-1]
-    if m < max(MR_F32, MIN_M) or k < MIN_K or n < (NR_F32 // 2 if kind == "f32" else NR_AVX2):
+    if m < max(MR_F32, MIN_M) or k < MIN_K or n < MIN_N:
         return None
     return dict(kind=kind, m=m, n=n, k=k, lda=lda, ldc=ldc, ldk=ldk, sbk=sbk, outer_rows=rows[:-1],
                 outer_cols=cols[:-1], pshape=pshape if padded else None, pad_lo=pad_lo, isp=isp)

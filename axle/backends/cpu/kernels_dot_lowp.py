@@ -51,6 +51,7 @@ MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheap
 UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
 MR_F32 = 8  # f32 dots with at least one register tile of rows (fewer: the decode kernel's)...
 NR_F32 = 32  # ...and at least one panel of columns (fewer: most of the tile is wasted work)
+CONV_MIN_COLUMNS = 32  # convolutions' GEMMs of at least this many output features run on the f32 kernel
 NR_AVX2 = 16  # (the AVX2 f32 kernel's panel)
 TRANSPOSED_RHS_AVX2 = True  # AVX2: an rhs stored [N, K] (q . k^T, x @ W.T) too (benchmarks switch it off)
 
@@ -287,7 +288,7 @@ def f32_kernel_fits(n: int) -> bool:
     """Whether an f32 GEMM of n columns (and at least 8 rows) runs on the f32 kernel here
     (im2col convolutions ask, kernels_conv.py)."""
     from axle.backends.cpu.lowp_runtime import supported_kinds
-    return _enabled() and "f32" in supported_kinds() and n >= NR_F32
+    return _enabled() and "f32" in supported_kinds() and n >= CONV_MIN_COLUMNS
 
 
 def call_f32_gemm(ctx, m_count, n: int, k: int, lhs, lda: int, rhs, sb_k: int, sb_n: int, out, ldc: int,
