@@ -82,6 +82,11 @@ def _reader_ok(u: Operation, t: Operation, perm) -> bool:
         dims = {int(d) for d in u.attr("dimensions")}
         kept = [perm[i] for i in range(len(perm)) if i not in dims]
         return kept == sorted(kept)
+    if u.name == "stablehlo.reduce_window":  # pooling: its window read along x's dimensions
+        return (len(u.operands) == 2 and u.operands[0] is t.results[0] and u.operands[1].type.rank == 0
+                and u.results[0].type.is_static)
+    if u.name == "stablehlo.concatenate":  # (the other parts read through the inverse transpose)
+        return u.results[0].type.is_static and all(_operand_ok(v, t, perm) for v in u.operands)
     d = lookup(u.name)
     if d is None or ELEMENTWISE not in d.traits or u.regions or len(u.results) != 1:
         return False
@@ -114,6 +119,56 @@ def _in_x_layout(b: Builder, v: Value, t: Operation, perm, shape) -> Value:
     return transposed(b, v, [int(i) for i in np.argsort(perm)])
 
 
+def _permuted(b: Builder, u: Operation, t: Operation, perm) -> Value:
+    """A reduce_window or concatenate reader u of t's result, computed along x's dimensions
+    (its per-dimension attributes permuted), and transposed back."""
+    inv = [int(i) for i in np.argsort(perm)]
+    res_t = u.results[0].type
+    shape = tuple(res_t.shape[inv[j]] for j in range(len(perm)))
+    if u.name == "stablehlo.concatenate":
+        operands = [_in_x_layout(b, v, t, perm, tuple(v.type.shape[inv[j]] for j in range(len(perm))))
+                    for v in u.operands]
+        attrs = dict(u.attributes)
+        attrs["dimension"] = A.IntegerAttr(perm[int(u.attr("dimension"))], u.attributes["dimension"].type)
+        inner = b.create(u.name, operands, [TensorType(shape, res_t.element_type)], attrs)
+        return transposed(b, inner.results[0], perm)
+    new = u.clone({t.results[0]: t.operands[0]})
+    for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+        if name in u.attributes:
+            vals = [int(v) for v in u.attr(name)]
+            new.attributes[name] = i64_array([vals[inv[j]] for j in range(len(perm))])
+    if "padding" in u.attributes:
+        pads = np.asarray(u.attributes["padding"].array, np.int64).reshape(len(perm), 2)
+        new.attributes["padding"] = A.DenseElementsAttr(u.attributes["padding"].type, pads[inv])
+    new.results[0].type = TensorType(shape, res_t.element_type)
+    b.block.insert(b.index, new)
+    b.index += 1
+    return transposed(b, new.results[0], perm)
+
+
+def _cancels_below(v: Value, perm, budget: int) -> bool:
+    """Whether every reader of v (in t's layout, perm from x's) ends, through ops the pass
+    sinks through, in a transpose composing with perm to the identity or in a reduce."""
+    if budget <= 0:
+        return False
+    readers = list(dict.fromkeys(v.users))
+    if not readers:
+        return False
+    for w in readers:
+        if w.name == "stablehlo.transpose":
+            if [perm[i] for i in _perm(w)] != list(range(len(perm))):
+                return False
+        elif w.name == "stablehlo.reduce":
+            continue
+        elif w.name in ("stablehlo.reduce_window", "stablehlo.concatenate") or (
+                lookup(w.name) is not None and ELEMENTWISE in lookup(w.name).traits and len(w.results) == 1):
+            if not _cancels_below(w.results[0], perm, budget - 1):
+                return False
+        else:
+            return False
+    return True
+
+
 def _sink(t: Operation, work: list, gone: set) -> bool:
     """Move transpose t below its readers when all of them allow it (module docstring)."""
     perm = _perm(t)
@@ -130,11 +185,19 @@ def _sink(t: Operation, work: list, gone: set) -> bool:
             gone.add(u)
             changed = True
     readers = list(dict.fromkeys(res.users))
-    if not readers or not all(_reader_ok(u, t, perm) for u in readers):
-        if res.use_empty():
-            t.erase()
-            gone.add(t)
+    if not readers:
+        t.erase()
+        gone.add(t)
         return changed
+    if not all(_reader_ok(u, t, perm) for u in readers):
+        # t stays for the readers that cannot take x; the others move below it only where
+        # every path from them ends in a cancelling transpose (or a reduce), so that no
+        # transpose is added: a pooled activation returned for the backward and also
+        # concatenated into the next convolution's input
+        readers = [u for u in readers if _reader_ok(u, t, perm) and u.name != "stablehlo.reduce"
+                   and _cancels_below(u.results[0], perm, 8)]
+        if not readers:
+            return changed
     for u in readers:
         b = Builder.before(u)
         if u.name == "stablehlo.reduce":  # in place: its result keeps its layout
@@ -142,6 +205,9 @@ def _sink(t: Operation, work: list, gone: set) -> bool:
             u.attributes["dimensions"] = i64_array(dims)
             u.operands = [x, u.operands[1]]
             continue
+        elif u.name in ("stablehlo.reduce_window", "stablehlo.concatenate"):
+            new = _permuted(b, u, t, perm)
+            work.append(new.owner)
         else:
             operands = [_in_x_layout(b, v, t, perm, x.type.shape) for v in u.operands]
             ty = TensorType(x.type.shape, u.results[0].type.element_type)

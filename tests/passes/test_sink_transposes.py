@@ -141,3 +141,35 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
 """
     m, _, _ = _lowered(text)
     assert _ops(m, "stablehlo.exponential")[0].operands[0].owner.name == "stablehlo.transpose"
+
+
+# max pooling and a channel concatenate (an Inception / U-Net skip) between convolutions
+POOL_CONCAT = f"""
+func.func @main(%x: tensor<2x8x8x8xf32>, %w1: tensor<16x8x3x3xf32>, %skip: tensor<2x4x4x4xf32>,
+                %w2: tensor<8x20x3x3xf32>) -> (tensor<2x16x4x4xf32>, tensor<2x8x4x4xf32>) {{
+  %c = {CONV.format(x="x", w="w1", xt="tensor<2x8x8x8xf32>", wt="tensor<16x8x3x3xf32>", ot="tensor<2x16x8x8xf32>")}
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %p = "stablehlo.reduce_window"(%c, %ninf) ({{
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %m = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+  }}) {{window_dimensions = array<i64: 1, 1, 2, 2>, window_strides = array<i64: 1, 1, 2, 2>,
+      padding = dense<[[0, 0], [0, 0], [0, 0], [0, 1]]> : tensor<4x2xi64>}} : (tensor<2x16x8x8xf32>, tensor<f32>) -> tensor<2x16x4x4xf32>
+  %k = stablehlo.concatenate %p, %skip, dim = 1 : (tensor<2x16x4x4xf32>, tensor<2x4x4x4xf32>) -> tensor<2x20x4x4xf32>
+  %o = {CONV.format(x="k", w="w2", xt="tensor<2x20x4x4xf32>", wt="tensor<8x20x3x3xf32>", ot="tensor<2x8x4x4xf32>")}
+  return %p, %o : tensor<2x16x4x4xf32>, tensor<2x8x4x4xf32>
+}}
+"""
+
+
+def test_pooling_and_concatenate_in_the_convolutions_layout():
+    m, args, want = _lowered(POOL_CONCAT)
+    second = _ops(m, "stablehlo.convolution")[1]
+    assert second.operands[0].owner.name == "stablehlo.concatenate"
+    rw = _ops(m, "stablehlo.reduce_window")[0]
+    assert rw.operands[0].owner.name == "stablehlo.convolution"
+    assert [int(v) for v in rw.attr("window_dimensions")] == [1, 2, 2, 1]
+    assert not _transpose_of_transpose(m)
+    exe = axle.compile(POOL_CONCAT, backend="cpu")
+    for g, w in zip(exe.execute(args), want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-4)
