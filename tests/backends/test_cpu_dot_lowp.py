@@ -151,6 +151,23 @@ def test_bf16_matmul_f32_accumulation(mode, m, n, k):
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
+def test_bf16_matmul_bf16_result(mode, m, n, k):
+    """bf16 x bf16 -> bf16 (a bf16 model's x @ W): summed in f32, rounded once; on hosts with
+    the bf16 kernel it runs there (cpu-lowp-dot-results), else on f32 copies."""
+    r = np.random.default_rng(m + 7 * k)
+    a, b = _bf16(r, (m, k)), _bf16(r, (k, n))
+    exe = _compile(jnp.matmul, a, b)
+    got = np.asarray(exe.execute([a, b])[0])
+    assert got.dtype == ml_dtypes.bfloat16
+    got = got.astype(np.float64)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 2.0 ** -8 * np.abs(want) + 1e-30)
+    native = mode == "native" and "bf16" in supported_kinds() and m * n * k >= 4096
+    assert ("lowp.bf16" in _libraries(exe)) == native
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
 def test_f16_matmul_f32_accumulation(mode, m, n, k):
     """f16 x f16 -> f32 (F16C widening on AVX2 hosts), subnormal f16 inputs included."""
     r = np.random.default_rng(m + 17 * k)

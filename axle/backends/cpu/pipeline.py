@@ -29,6 +29,7 @@ def lowering_pipeline() -> list:
     from axle.backends.cpu.lower_effects import CpuLowerEffects
     from axle.backends.cpu.conv_rows_layout import CpuConvRowsLayout
     from axle.backends.cpu.lower_top_k import CpuTopK
+    from axle.backends.cpu.lowp_dot_results import CpuLowpDotResults
     from axle.backends.cpu.widen_convolutions import CpuWidenConvolutions
     from axle.backends.cpu.widen_loop_dots import CpuWidenLoopDots
     from axle.passes.lower_quant import LowerQuant
@@ -58,6 +59,8 @@ def lowering_pipeline() -> list:
         # bf16 / f16 dots in loops with an operand from outside in f32, and that operand's
         # convert (with whatever else became invariant) moved out of the loop
         CpuWidenLoopDots(),
+        # bf16 x bf16 -> bf16 dots as bf16 -> f32 ones (the bf16 kernel's) and a convert
+        CpuLowpDotResults(),
         PASSES["while-licm"](),
         # the converts made above for several dots of one operand are one (CSE), and what
         # the rewrites left unread goes (DCE)
