@@ -97,3 +97,6 @@ def test_many_input_channels_keep_the_general_path():
     as fast, without the stream's copies (conv_flat.MAX_CHANNELS)."""
     fn, args = _filter_grad((2, 12, 12, 64), (3, 3, 64, 32), NHWC, (1, 1), ((1, 1), (1, 1)))
     assert _run(fn, args, interpret=False) == 0
+    # ...unless the output features are fewer than WIDE_OUTPUTS (Glow's 64 -> 12)
+    fn, args = _filter_grad((2, 12, 12, 64), (3, 3, 64, 12), NHWC, (1, 1), ((1, 1), (1, 1)))
+    assert _run(fn, args, interpret=False) > 0

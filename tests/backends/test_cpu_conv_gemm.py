@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import axle
+from axle.backends.cpu.kernels_dot_lowp import f32_kernel_fits
 from axle.backends.cpu import disk_cache, kernels_conv, parallel
 from axle.backends.cpu import executable as cpu_exe
 
@@ -58,7 +59,10 @@ def test_conv_gemm_matches_interpreter(case, dtype, monkeypatch):
     monkeypatch.setattr(kernels_conv, "DIRECT", False)
     exe = _fresh(text)
     # (a 1-D convolution runs as 2-D between reshapes, which share their operands' buffers)
-    assert [k.library for k in exe.program.kernels if k.library] == [f"blas.{'s' if dtype == 'f32' else 'd'}gemm"]
+    # f32 GEMMs of 8 or more output features on axle's kernel where the host has it (AVX-512)
+    own = dtype == "f32" and f32_kernel_fits(case[3])
+    assert [k.library for k in exe.program.kernels if k.library] == \
+        ["lowp.f32" if own else f"blas.{'s' if dtype == 'f32' else 'd'}gemm"]
     want = axle.interpret(text, x, w)
     np.testing.assert_allclose(exe(x, w), want, rtol=1e-4 if dtype == "f32" else 1e-10,
                                atol=1e-4 if dtype == "f32" else 1e-10)
@@ -117,7 +121,7 @@ def test_direct_conv_matches_interpreter_serial_or_split(case, monkeypatch):
 def test_direct_conv_rejects_what_it_does_not_cover(monkeypatch):
     """Other element types and feature counts fall back to BLAS (f64) or the loop nest."""
     text, xs, ws = conv_text(2, (9, 9), 3, 12, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1))  # 12 features
-    assert [k.library for k in _fresh(text).program.kernels] == ["blas.sgemm"]
+    assert [k.library for k in _fresh(text).program.kernels] == ["lowp.f32" if f32_kernel_fits(12) else "blas.sgemm"]
     text, xs, ws = conv_text(2, (9, 9), 3, 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), dtype="f64")
     assert [k.library for k in _fresh(text).program.kernels] == ["blas.dgemm"]
 

@@ -38,6 +38,9 @@ MAX_STACK = 16  # most KH copies of the stream made for few channels
 # floats there, and is within 10% (64 -> 64 on 16 x 16: 5.8 against 5.6 ms; 128 -> 128 on
 # 28 x 28: 29 against 26), without the stream's copies (0.5 MiB more at the peak there)
 MAX_CHANNELS = 64
+# ...unless the gradient has fewer output features than this: the general path's GEMMs are
+# as narrow (Glow's 64 -> 12 3 x 3 on 16 x 16 x 16: 2.3-3.5 ms there, 1.45-1.75 here)
+WIDE_OUTPUTS = 32
 # phase taps / taps above which a strided gradient is left as it is: 7 x 7 stride 2 (64 /
 # 49, ResNet's stem) 20 -> 14 ms; 3 x 3 stride 2 (16 / 9) 23 -> 32 ms; 4 x 4 stride 2: none
 MAX_TAP_WASTE = 1.35
@@ -98,7 +101,7 @@ def flat_filter_gradient(op: Operation, phases: bool = False) -> bool:
     if (sh, sw) != (1, 1):
         return _space_to_depth(op, pads, sh, sw)
     length = n * hp * wp
-    if c >= MAX_CHANNELS and not phases:
+    if c >= MAX_CHANNELS and o >= WIDE_OUTPUTS and not phases:
         return False
     stack = kw * c < MIN_M
     if hp * wp > MAX_WASTE * ho * wo or length < MIN_K or o < MIN_N or stack and (kw * kh * c < MIN_M or kh > MAX_STACK):

@@ -51,7 +51,10 @@ MIN_WORK = 16 * 16 * 16  # multiply-adds below which the generated loop is cheap
 UNITS = 16  # units of work a dot is cut into at least (when it has that many row tiles)
 MR_F32 = 8  # f32 dots with at least one register tile of rows (fewer: the decode kernel's)...
 NR_F32 = 32  # ...and at least one panel of columns (fewer: most of the tile is wasted work)
-CONV_MIN_COLUMNS = 32  # convolutions' GEMMs of at least this many output features run on the f32 kernel
+# convolutions' GEMMs of at least this many output features run on the f32 kernel (at most
+# 16 in a panel's one-vector tiles: a 64 -> 12 filter gradient's GEMMs 3.3 -> 2.4 ms
+# against BLAS's sgemm)
+CONV_MIN_COLUMNS = 8
 NR_AVX2 = 16  # (the AVX2 f32 kernel's panel)
 TRANSPOSED_RHS_AVX2 = True  # AVX2: an rhs stored [N, K] (q . k^T, x @ W.T) too (benchmarks switch it off)
 
