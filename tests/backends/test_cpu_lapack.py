@@ -157,3 +157,22 @@ def test_batches_on_the_pool_match_serial_and_jax(kind):
     fin = np.isfinite(want)
     np.testing.assert_array_equal(np.isfinite(outs[0]), fin)
     np.testing.assert_allclose(outs[0][fin], want[fin], rtol=2e-3, atol=2e-3)
+
+
+def test_operand_producers_fuse_into_the_copy_in():
+    """cho_factor(S + lambda I): jaxlib's transpose to column-major and the shift are read by
+    the potrf call's copy-in (kernels_lapack._fused_operands), not written to a buffer of
+    their own first; the results stay jax's."""
+    import jax.numpy as jnp
+    import jax.scipy as jsp
+    r = np.random.default_rng(5)
+    a = r.standard_normal((6, 12, 12)).astype(np.float32)
+    s = a @ a.transpose(0, 2, 1) / 12 + np.eye(12, dtype=np.float32)
+    b = r.standard_normal((6, 12, 2)).astype(np.float32)
+
+    def f(s, b):
+        return jsp.linalg.cho_solve(jsp.linalg.cho_factor(s + 0.5 * jnp.eye(12)), b)
+    exe = axle.compile(jax.jit(f).lower(s, b).as_text(), backend="cpu")
+    potrf = [k for k in exe.program.kernels if k.library == "lapack.spotrf"]
+    assert len(potrf) == 1 and {o.name for o in potrf[0].fused} >= {"stablehlo.transpose", "stablehlo.add"}
+    np.testing.assert_allclose(np.asarray(exe.execute([s, b])[0]), np.asarray(jax.jit(f)(s, b)), rtol=1e-4, atol=1e-5)

@@ -100,7 +100,7 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
             for v in op.operands[k + 1:]:
                 if v in costly and v not in want:
                     want.add(v)
-        if kd is not None and kd.memory_operands:
+        if kd is not None and kd.memory_operands and not (kd.fused_operands is not None and kd.fused_operands(op)):
             for v in op.operands:
                 o = getattr(v, "owner", None)
                 if isinstance(o, Operation) and o.parent is block and o.name != "stablehlo.constant":

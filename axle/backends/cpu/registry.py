@@ -24,6 +24,9 @@ class KernelDef:
     memory_operands: bool = False  # operands must live in buffers (read many times)
     check: Optional[Callable] = None  # check(op) raises Unsupported for cases not handled
     in_place: Optional[int] = None  # operand whose buffer the (first) result may take over
+    # op -> whether this op's kernel reads its operands through the elemental emitter after
+    # all (memory_operands notwithstanding): their producers may fuse into it
+    fused_operands: Optional[Callable] = None
 
 
 KERNELS: dict[str, KernelDef] = {}
