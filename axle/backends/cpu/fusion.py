@@ -241,7 +241,7 @@ def _strided_transposes(ops: list, want: set, block: Block) -> set:
                         and int(np.prod(rt.shape)) >= TRANSPOSE_SIZE_MIN:
                     out.add(o.results[0])
             elif o.name == "stablehlo.reshape":
-                if _ty(o.operands[0]).shape[-1] > 1:
+                if _ty(o.operands[0]).rank and _ty(o.operands[0]).shape[-1] > 1:
                     stack.append((o.operands[0], True))
             elif o.name == "stablehlo.broadcast_in_dim":
                 dims = [int(d) for d in o.attr("broadcast_dimensions")]
