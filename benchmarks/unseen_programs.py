@@ -334,6 +334,19 @@ def sweep():
     return table, program
 
 
+def ln(x):
+    """Layer norm over the last axis without scale or shift (the later sweeps' models)."""
+    return (x - x.mean(-1, keepdims=True)) * lax.rsqrt(x.var(-1, keepdims=True) + 1e-5)
+
+
+def mha(x, Wqkv, Wo, H):
+    """Multi-head self-attention of x [n, l, D] with a fused qkv projection."""
+    n, l, D = x.shape
+    q, k, v = (x @ Wqkv).reshape(n, l, 3, H, D // H).transpose(2, 0, 3, 1, 4)
+    a = jax.nn.softmax(q @ k.swapaxes(-1, -2) / np.sqrt(D // H), -1)
+    return (a @ v).transpose(0, 2, 1, 3).reshape(n, l, D) @ Wo
+
+
 def helpers(seed: int):
     """The later sweeps' input makers, drawing from one generator seeded with `seed`:
     (R, f32, unif, ints, key, pkey, mlp_params, mlp)."""

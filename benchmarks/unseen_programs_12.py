@@ -37,12 +37,7 @@ R, f32, unif, ints, key, pkey, mlp_params, mlp = U.helpers(12)
 P, prog = U.sweep()
 def conv(x, w, stride=(1, 1), pad="SAME", dn=("NCHW", "OIHW", "NCHW"), **kw):
     return lax.conv_general_dilated(x, w, stride, pad, dimension_numbers=dn, **kw)
-def ln(x): return (x - x.mean(-1, keepdims=True)) * lax.rsqrt(x.var(-1, keepdims=True) + 1e-5)
-def mha(x, Wqkv, Wo, H):
-    n, l, D = x.shape
-    q, k, v = (x @ Wqkv).reshape(n, l, 3, H, D // H).transpose(2, 0, 3, 1, 4)
-    a = jax.nn.softmax(q @ k.swapaxes(-1, -2) / np.sqrt(D // H), -1)
-    return (a @ v).transpose(0, 2, 1, 3).reshape(n, l, D) @ Wo
+ln, mha = U.ln, U.mha
 def smooth_images(B, H, sigma=4.0):  # low-pass filtered noise in [0, 1]
     k = np.fft.fftfreq(H)
     g = np.exp(-2 * (np.pi * sigma) ** 2 * (k[:, None] ** 2 + k[None] ** 2))

@@ -41,12 +41,7 @@ BF = ml_dtypes.bfloat16
 NCHW, NHWC = ("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC")
 def conv(x, w, stride=(1, 1), pad="SAME", dn=NCHW, **kw):
     return lax.conv_general_dilated(x, w, stride, pad, dimension_numbers=dn, **kw)
-def ln(x): return (x - x.mean(-1, keepdims=True)) * lax.rsqrt(x.var(-1, keepdims=True) + 1e-5)
-def mha(x, Wqkv, Wo, H):
-    n, l, D = x.shape
-    q, k, v = (x @ Wqkv).reshape(n, l, 3, H, D // H).transpose(2, 0, 3, 1, 4)
-    a = jax.nn.softmax(q @ k.swapaxes(-1, -2) / np.sqrt(D // H), -1)
-    return (a @ v).transpose(0, 2, 1, 3).reshape(n, l, D) @ Wo
+ln, mha = U.ln, U.mha
 def xent(logits, y): return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], -1))
 def gnorm(t): return jnp.sqrt(sum(jnp.sum(jnp.square(a.astype(jnp.float32))) for a in jax.tree_util.tree_leaves(t)))
 def orth(n): return np.linalg.qr(R.standard_normal((n, n)))[0].astype(np.float32)
