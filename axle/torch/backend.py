@@ -142,13 +142,13 @@ def decompositions() -> dict:
         a.upsample_bilinear2d.vec, a.upsample_bilinear2d.default, a.upsample_nearest2d.vec,
         a.upsample_nearest2d.default, a.upsample_bicubic2d.vec, a.upsample_nearest1d.vec,
         a.upsample_linear1d.vec, a.upsample_trilinear3d.vec, a.upsample_nearest3d.vec]))
-    # kept whole, lowered by their rules:
-    # * the CPU flash attention: its core decomposition returns the attention weights where
-    #   the op returns the logsumexp, so a backward graph left to eager (its flash backward
-    #   reads the logsumexp) after a compiled forward computed garbage gradients;
-    # * eye: its decomposition counts in uint16 for a bool eye of 256 or more rows, a type
-    #   neither the bridge nor eager's arange takes
-    for op in (a._scaled_dot_product_flash_attention_for_cpu.default, a.eye.default, a.eye.m):
+    # kept whole, lowered by its rule: eye (its decomposition counts in uint16 for a bool
+    # eye of 256 rows or more, a type neither the bridge nor eager's arange takes). (The CPU
+    # flash attention stays decomposed: kept whole, its forward computed the logsumexp in a
+    # second pass that cost RoPE attention 15 -> 17.5 ms a step; the decomposition returns
+    # the attention weights where the op returns the logsumexp, which only the eager flash
+    # backward would misread: the bridge lowers that backward, grouped-query attention too.)
+    for op in (a.eye.default, a.eye.m):
         table.pop(op, None)
     return table
 

@@ -26,6 +26,19 @@ def softmax(em, x: V, d: int, log: bool = False) -> V:
     return em.binary("divide", e, s)
 
 
+def softmax_lse(em, x: V, d: int):
+    """softmax(x) along d and its logsumexp (max + log of the sum), from one pass of exps."""
+    m = em.reduce([x], [em.const(-math.inf, x.dtype)], [d], lambda e, l, r: [e.binary("maximum", l[0], r[0])])[0]
+    # (softmax's own shape of the computation: the row fusion takes it as one row kernel)
+    mb = em.broadcast_to(em.reshape(m, _keep(x.shape, [d])), x.shape)
+    mb = em.select(em.compare("EQ", mb, em.const(-math.inf, x.dtype, x.shape)), em.const(0, x.dtype, x.shape), mb)
+    e = em.unary("exponential", em.binary("subtract", x, mb))
+    total = em.reduce_simple(e, [d], "add", 0)
+    p = em.binary("divide", e, em.broadcast_to(em.reshape(total, _keep(x.shape, [d])), x.shape))
+    m = em.select(em.compare("EQ", m, em.const(-math.inf, x.dtype, m.shape)), em.const(0, x.dtype, m.shape), m)
+    return p, em.binary("add", m, em.unary("log", total))
+
+
 @rule(aten._softmax.default)
 def _softmax(em, out, x, d, half_to_float=False):
     return em.convert(softmax(em, em.convert(x, opmath(x.dtype)), dim(d, x.rank)), out[1])
@@ -200,10 +213,7 @@ def attention(em, q, k, v, mask, causal, scale, ct):
             s = em.select(em.broadcast_to(mask, s.shape), s, em.const(-math.inf, ct, s.shape))
         else:
             s = em.binary("add", s, em.broadcast_to(em.convert(mask, ct), s.shape))
-    p = softmax(em, s, s.rank - 1)
-    m = em.reduce([s], [em.const(-math.inf, ct)], [s.rank - 1], lambda e, l, r: [e.binary("maximum", l[0], r[0])])[0]
-    mb = em.broadcast_to(em.reshape(m, m.shape + (1,)), s.shape)
-    lse = em.binary("add", m, em.unary("log", em.reduce_simple(em.unary("exponential", em.binary("subtract", s, mb)), [s.rank - 1], "add", 0)))
+    p, lse = softmax_lse(em, s, s.rank - 1)  # (one pass of exps for both)
     return dot(em, p, v, lead, ct), lse
 
 
