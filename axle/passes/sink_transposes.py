@@ -16,11 +16,17 @@ copy), where it had two strided loops before.
 
 The rewrite applies to a transpose only when every one of its readers can take x
 instead (so no value ends up transposed twice):
-* an elementwise op in the same block whose other operands are transposes by the same
-  permutation (read as their operands), broadcasts (made along x's layout), splat
-  constants or scalars;
+* an elementwise op in the same block; its other operands are read as their x-layout
+  forms: a transpose by the same permutation as its operand, a broadcast made along x's
+  layout, a splat constant or scalar as it is, any other value through the inverse
+  transpose (a residual's skip, a saved NCHW activation: the transpose moves to it);
 * a reduce of it alone whose kept dimensions stay in order (the batch-norm statistics);
-* another transpose (the two compose).
+* a reduce_window of it (pooling: its window permuted) or a concatenate (the dimension
+  permuted, the other parts as above);
+* another transpose (the two compose, whatever else reads t).
+Where some readers cannot take x (a returned activation), t stays for them, and the others
+move below it only where every path from them ends in a transpose that cancels (or a
+reduce), so that no transpose is added.
 
 Which transposes start it: those of a convolution's result (what a layout change around a
 convolution leaves), and then the transposes the rewrite itself moves down. Transposes
@@ -67,7 +73,6 @@ def _operand_ok(v: Value, t: Operation, perm) -> bool:
         return True
     if not isinstance(v.type, TensorType) or v.type.rank == 0:
         return True
-    op = getattr(v, "owner", None)
     return v.type.is_static  # (any other value: read through the inverse transpose)
 
 
