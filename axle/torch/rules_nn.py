@@ -13,14 +13,19 @@ def _keep(shape, ds):
     return [1 if i in ds else s for i, s in enumerate(shape)]
 
 
-def softmax(em, x: V, d: int, log: bool = False) -> V:
+def _shifted_exp(em, x: V, d: int):
+    """(max of x along d, reduced; x - that max; its exp; the sum of the exps, reduced). A
+    row of -inf keeps its max at 0, so exp gives 0 rather than nan, as torch does."""
     m = em.reduce([x], [em.const(-math.inf, x.dtype)], [d], lambda e, l, r: [e.binary("maximum", l[0], r[0])])[0]
-    m = em.broadcast_to(em.reshape(m, _keep(x.shape, [d])), x.shape)
-    # a row of -inf: keep its max at 0 so exp gives 0 rather than nan, as torch does
-    m = em.select(em.compare("EQ", m, em.const(-math.inf, x.dtype, x.shape)), em.const(0, x.dtype, x.shape), m)
-    z = em.binary("subtract", x, m)
+    m = em.select(em.compare("EQ", m, em.const(-math.inf, x.dtype, m.shape)), em.const(0, x.dtype, m.shape), m)
+    z = em.binary("subtract", x, em.broadcast_to(em.reshape(m, _keep(x.shape, [d])), x.shape))
     e = em.unary("exponential", z)
-    s = em.broadcast_to(em.reshape(em.reduce_simple(e, [d], "add", 0), _keep(x.shape, [d])), x.shape)
+    return m, z, e, em.reduce_simple(e, [d], "add", 0)
+
+
+def softmax(em, x: V, d: int, log: bool = False) -> V:
+    _, z, e, total = _shifted_exp(em, x, d)
+    s = em.broadcast_to(em.reshape(total, _keep(x.shape, [d])), x.shape)
     if log:
         return em.binary("subtract", z, em.unary("log", s))
     return em.binary("divide", e, s)
@@ -28,14 +33,8 @@ def softmax(em, x: V, d: int, log: bool = False) -> V:
 
 def softmax_lse(em, x: V, d: int):
     """softmax(x) along d and its logsumexp (max + log of the sum), from one pass of exps."""
-    m = em.reduce([x], [em.const(-math.inf, x.dtype)], [d], lambda e, l, r: [e.binary("maximum", l[0], r[0])])[0]
-    # (softmax's own shape of the computation: the row fusion takes it as one row kernel)
-    mb = em.broadcast_to(em.reshape(m, _keep(x.shape, [d])), x.shape)
-    mb = em.select(em.compare("EQ", mb, em.const(-math.inf, x.dtype, x.shape)), em.const(0, x.dtype, x.shape), mb)
-    e = em.unary("exponential", em.binary("subtract", x, mb))
-    total = em.reduce_simple(e, [d], "add", 0)
+    m, _, e, total = _shifted_exp(em, x, d)
     p = em.binary("divide", e, em.broadcast_to(em.reshape(total, _keep(x.shape, [d])), x.shape))
-    m = em.select(em.compare("EQ", m, em.const(-math.inf, x.dtype, m.shape)), em.const(0, x.dtype, m.shape), m)
     return p, em.binary("add", m, em.unary("log", total))
 
 
