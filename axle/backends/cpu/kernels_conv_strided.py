@@ -25,8 +25,9 @@ inside it. Only f32 (the kernels are f32), no lhs dilation, window reversal or g
 the output's features innermost and the kernel's output features innermost (the
 kernel's columns read as a row-major rhs), an inner reduction run of at least MIN_K (a
 shorter one reloads the output tile too often: im2col's single long GEMM wins) and an
-inner row run of at least MIN_M. At least 16 output features (a panel of 32 half used: a
-1-D filter gradient 48 -> 16 over 4 x 4096 ran the general path's GEMMs at 16 GFLOP/s, 41 here).
+inner row run of at least MIN_M. At least MIN_N = 8 output features (a panel of at most 16
+columns runs one-vector tiles, half used at 8: a 1-D filter gradient 48 -> 16 over 4 x 4096
+ran the general path's GEMMs at 16 GFLOP/s, 41 here).
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def strided_plan(op: Operation) -> Optional[dict]:
     """The plan of a convolution as strided-view GEMMs (module docstring), or None."""
     from axle.backends.cpu.kernels_conv_general import conv_window
     from axle.backends.cpu.kernels_conv_rows import conv_dims
-    from axle.backends.cpu.kernels_dot_lowp import MR_F32, NR_AVX2, NR_F32, _enabled
+    from axle.backends.cpu.kernels_dot_lowp import MR_F32, _enabled
     from axle.backends.cpu.lowp_runtime import supported_kinds
     lhs, rhs = op.operands
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
