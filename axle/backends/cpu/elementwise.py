@@ -378,7 +378,8 @@ def _register_transpose(ctx, op: Operation, tr: Operation, block: list, ta: int,
     rows, W x W blocks transposed in registers (W the host's f32 lanes; log2 W rounds of
     two-operand shuffles swap the blocks' off-diagonal halves), else None. Element by
     element the tile reads its operand a column at a time (gathers): a 2048 x 1024 f32
-    transpose ran at 5 GB/s on one thread."""
+    transpose ran at 5 GB/s on one thread. (fusion._register_transposed plans buffers for
+    its operands on the same limits.)"""
     from axle.backends.cpu.conv_runtime import vector_floats
     from llvmlite import ir
     src = tr.operands[0]
