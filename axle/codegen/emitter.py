@@ -149,6 +149,9 @@ class Emitter:
         # a few rows (dimension 1, at one index of dimension 0) at a time into scratch
         # (kernels_window.py: a convolution's rows under its pooling)
         self.row_windows: dict = {}
+        # value -> read(idx): its element from a tile staged on the stack, or None where the
+        # tile does not hold it (elementwise._register_transpose: a transpose under its consumer)
+        self.tiles: dict = {}
 
     # -- helpers
     def intrinsic(self, name: str, t: ir.Type, args):
@@ -437,6 +440,11 @@ class Emitter:
         slot = self.scalars.get(v)
         if slot is not None:  # a row-fused reduction: its value at this row (row_fusion.py)
             return self.b.load(slot)
+        tile = self.tiles.get(v)
+        if tile is not None:
+            got = tile(idx)
+            if got is not None:
+                return got
         win = self.row_windows.get(v)
         if win is not None:
             rows, first, count = win

@@ -87,3 +87,42 @@ def test_computed_operand_of_a_returned_transpose_gets_a_buffer():
     exe, got = _run(lambda x: jnp.exp(x).T, x)
     assert [k.op.name for k in exe.program.kernels] == ["stablehlo.exponential", "stablehlo.transpose"]
     np.testing.assert_allclose(np.asarray(got[0]), np.exp(x).T, rtol=2e-6)
+
+
+@pytest.mark.parametrize("name,fn,shapes,dtype", [
+    ("x.T + y", lambda x, y: x.T + y, [(70, 130), (130, 70)], np.float32),
+    ("(2x - 1).T * y (computed operand)", lambda x, y: (x * 2.0 - 1.0).T * y, [(64, 96), (96, 64)], np.float32),
+    ("NCHW -> NHWC, W = 7: H and W merged", lambda x, b: jnp.maximum(x.transpose(0, 2, 3, 1) + b, 0),
+     [(3, 48, 7, 7), (48,)], np.float32),
+    ("NHWC -> NCHW: H and W merged on the column side", lambda x, y: jnp.tanh(x.transpose(0, 3, 1, 2)) * y,
+     [(2, 9, 11, 40), (2, 40, 9, 11)], np.float32),
+    ("int32, x.T + 1", lambda x, y: x.T + y + 1, [(40, 50), (50, 40)], np.int32),
+    ("read also at another index", lambda x, y: x.T + jnp.flip(x.T, 1) + y, [(48, 80), (80, 48)], np.float32),
+    ("a narrower result", lambda x, y: (x.T * y).astype(jnp.bfloat16), [(40, 72), (72, 40)], np.float32),
+    ("bf16, NCHW -> NHWC", lambda x, y: x.transpose(0, 2, 3, 1) * y, [(2, 40, 6, 7), (2, 6, 7, 40)], "bfloat16"),
+])
+def test_transpose_staged_under_its_consumer(name, fn, shapes, dtype, monkeypatch):
+    """A 4-byte transpose under a consumer moves whole tiles through registers into a stack
+    tile that the consumer's loop reads (elementwise._register_transpose, staged); edges,
+    other indices and other widths element by element. Against jax.jit, and exact against
+    the path without registers."""
+    from axle.backends.cpu import elementwise
+    from axle.backends.cpu import executable as cpu_exe
+    import ml_dtypes
+    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    args = [(R.standard_normal(s) * 100).astype(np.float32).astype(dt) for s in shapes]
+    want = np.asarray(jax.jit(fn)(*args)).astype(np.float64)
+    made = []
+    real = elementwise._register_transpose
+    monkeypatch.setattr(elementwise, "_register_transpose", lambda *a: made.append(real(*a)) or made[-1])
+    cpu_exe.clear_memory_cache()
+    _, got = _run(fn, *args)
+    staged = np.asarray(got[0])
+    np.testing.assert_allclose(staged.astype(np.float64), want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    if dtype != "bfloat16":
+        assert made and made[0] is not None  # the tiles went through registers
+    monkeypatch.setattr(elementwise, "REGISTER_TRANSPOSE", False)
+    cpu_exe.clear_memory_cache()
+    _, got = _run(fn, *args)
+    np.testing.assert_array_equal(np.asarray(got[0]), staged)
