@@ -88,6 +88,26 @@ def test_int8_transposed_and_batched(mode):
         np.testing.assert_array_equal(np.asarray(o), want)
 
 
+@pytest.mark.parametrize("batch,m,n,k", [(3, 37, 70, 128), (2, 9, 64, 64), (2, 20, 40, 2200)])
+def test_transposed_rhs_packed_by_words(mode, batch, m, n, k):
+    """An rhs stored [N, K] whose groups of k are whole 4-byte words (bf16 pairs, int8
+    quads) is packed by register transposes of words (lowp_runtime._pack_panel_other):
+    whole panels, edge columns, K over one packed block; and a row-major lhs packed row by
+    row (_pack_a). Exact for int8, to the bf16 products' rounding for bf16."""
+    r = np.random.default_rng(batch * m + k)
+    a, b = _int8(r, (batch, m, k)), _int8(r, (batch, n, k))
+    fn = lambda a, b: jnp.einsum("bmk,bnk->bmn", a, b, preferred_element_type=jnp.int32)  # noqa: E731
+    want = np.einsum("bmk,bnk->bmn", a.astype(np.int64), b.astype(np.int64))
+    np.testing.assert_array_equal(np.asarray(_compile(fn, a, b).execute([a, b])[0]), want)
+    x, y = _bf16(r, (batch, m, k)), _bf16(r, (batch, n, k))
+    fn = lambda a, b: jnp.einsum("bmk,bnk->bmn", a, b, preferred_element_type=jnp.float32)  # noqa: E731
+    got = np.asarray(_compile(fn, x, y).execute([x, y])[0])
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    want = np.einsum("bmk,bnk->bmn", x64, y64)
+    scale = np.einsum("bmk,bnk->bmn", np.abs(x64), np.abs(y64))
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+
+
 def _avx2() -> bool:
     return "pmaddwd16" in supported_kinds()
 

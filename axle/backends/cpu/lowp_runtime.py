@@ -215,6 +215,27 @@ def _pack_a(mod, kind):
     fl = b.trunc(b.mul(flip, _c(0x80)), et)
     signed = b.icmp_signed("!=", flip, _c(0)) if kind == "pmaddwd" else None
 
+    def convert(x):
+        if kind == "pmaddwd":
+            return b.select(signed, _widen(b, kind, x), _widen(b, kind, x, signed=False))
+        if kind in PACKED:
+            return _widen(b, kind, x)
+        return b.xor(x, fl)
+
+    def rows(k_run):
+        """A row-major lhs (k contiguous): each row's K elements in one run the vectorizer
+        takes (the element loop's bounds checks made it gathers: a bf16 8192 x 256 lhs
+        packed in ~3 ms, longer than the GEMM against 64 columns), then the zero padding."""
+        with _Loop(b, _c(0), m, "rr") as r:
+            src, dst = b.mul(r, sam), b.mul(r, b.mul(kg, _c(g)))
+            with _Loop(b, _c(0), k_run, "rq") as q:
+                x = convert(b.load(_gep(b, a, et, b.add(src, q))))
+                b.store(x, _gep(b, ap, pt, b.add(dst, q)))
+            with _Loop(b, k_run, b.mul(kg, _c(g)), "rz") as q:
+                b.store(ir.Constant(pt, 0), _gep(b, ap, pt, b.add(dst, q)))
+        with _Loop(b, b.mul(m, b.mul(kg, _c(g))), b.mul(mpad, b.mul(kg, _c(g))), "rp") as q:
+            b.store(ir.Constant(pt, 0), _gep(b, ap, pt, q))
+
     def elems(r_lo, r_hi, q_lo, q_hi):
         with _Loop(b, r_lo, r_hi, "r") as r:
             rv = b.icmp_signed("<", r, m)
@@ -222,13 +243,7 @@ def _pack_a(mod, kind):
             with _Loop(b, q_lo, q_hi, "q") as q:
                 ok = b.and_(rv, b.icmp_signed("<", q, k))
                 qq = b.select(ok, q, _c(0))
-                x = b.load(_gep(b, a, et, b.add(b.mul(rr, sam), b.mul(qq, sak))))
-                if kind == "pmaddwd":
-                    x = b.select(signed, _widen(b, kind, x), _widen(b, kind, x, signed=False))
-                elif kind in PACKED:
-                    x = _widen(b, kind, x)
-                else:
-                    x = b.xor(x, fl)
+                x = convert(b.load(_gep(b, a, et, b.add(b.mul(rr, sam), b.mul(qq, sak)))))
                 x = b.select(ok, x, ir.Constant(pt, 0))
                 b.store(x, _gep(b, ap, pt, b.add(b.mul(r, b.mul(kg, _c(g))), q)))
     m16 = k16 = _c(0)
@@ -243,8 +258,15 @@ def _pack_a(mod, kind):
         for ph, v in ((m16, m16t), (k16, k16t)):
             ph.add_incoming(v, done)
             ph.add_incoming(_c(0), pre)
-    elems(_c(0), m16, k16, b.mul(kg, _c(g)))
-    elems(m16, mpad, _c(0), b.mul(kg, _c(g)))
+    contiguous = b.icmp_signed("==", sak, _c(1))
+    if kind == "f32":
+        contiguous = b.and_(contiguous, b.icmp_signed("!=", sam, _c(1)))
+    with b.if_else(contiguous) as (run, other):
+        with run:
+            rows(k)
+        with other:
+            elems(_c(0), m16, k16, b.mul(kg, _c(g)))
+            elems(m16, mpad, _c(0), b.mul(kg, _c(g)))
     b.ret_void()
 
 
@@ -504,11 +526,20 @@ def _pack_panel_other(b, kind, bsrc, sbk, sbn, bp, col0, ncols, full_n, g0, ng, 
     """_pack_panel for an rhs not stored row-major, or at the edges."""
     g, et, _ = KINDS[kind]
     pt, nr = _packed_et(kind), GEOMETRY[kind][1]
-    if kind in F32_KINDS:  # rhs stored [N, K], whole panel: 16 x 16 transposes in registers
+    if kind in F32_KINDS or kind not in PACKED and g > 1:
+        # rhs stored [N, K], whole panel: a group of G consecutive k is one 4-byte word in
+        # memory too (bf16 pairs, int8 quads), so the panel is a transpose of words: 16 x 16
+        # transposes in registers. Element by element, packing a panel cost as much as its
+        # tiles' dot products when the lhs has few rows (batched attention q @ k.T in bf16:
+        # 256 rows of a 64-deep panel, 75 GFLOP/s against 125 for 8192 rows).
         from axle.backends.cpu.lowp_f32_pack import pack_panel_t
-        tr = b.and_(full_n, b.and_(b.icmp_signed("==", sbk, _c(1)), b.icmp_signed("<=", b.add(g0, ng), k)))
+        tr = b.and_(full_n, b.and_(b.icmp_signed("==", sbk, _c(1)),
+                                   b.icmp_signed("<=", b.mul(b.add(g0, ng), _c(g)), k)))
+        if g > 1:  # rows a whole number of words apart, from a word boundary
+            aligned = b.and_(b.ptrtoint(bsrc, I64), _c(3))
+            tr = b.and_(tr, b.and_(b.icmp_signed("==", b.urem(sbn, _c(g)), _c(0)), b.icmp_signed("==", aligned, _c(0))))
         with b.if_then(tr):
-            pack_panel_t(b, _Loop, bsrc, sbn, bp, col0, g0, ng, nr)
+            pack_panel_t(b, _Loop, bsrc, b.udiv(sbn, _c(g)) if g > 1 else sbn, bp, col0, g0, ng, nr)
         general = b.not_(tr)
     else:
         general = ir.Constant(ir.IntType(1), 1)
