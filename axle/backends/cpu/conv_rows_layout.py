@@ -135,7 +135,8 @@ def _rewrite_direct(op: Operation) -> bool:
     to that layout, the result transposed back. The direct kernel ran an 8 -> 8 channel
     3 x 3 convolution of 4 x 64 x 64 images at 56 GFLOP/s, im2col + GEMM in NCHW at 13.
     Also lhs-dilated ones (PyTorch's transposed convolutions) with enough input features:
-    a 1-D 32 -> 16 upsampler, stride 2, on 4 x 2048: 2.08 -> 1.18 ms with the transposes."""
+    a 1-D 32 -> 16 upsampler, stride 2, on 4 x 2048: 2.08 -> 1.18 ms with the transposes;
+    and grouped ones the direct kernel takes (kernels_conv.grouped_block)."""
     from axle.backends.cpu.kernels_conv import DIRECT, DIRECT_MAX_WINDOW, _direct_plan
     from axle.backends.cpu.kernels_conv_general import conv_window
     lhs, rhs = op.operands
@@ -147,7 +148,7 @@ def _rewrite_direct(op: Operation) -> bool:
     if not isinstance(dn, A.ConvDimensionNumbersAttr) or len(dn.input_spatial_dimensions) != 2:
         return False
     _, _, ldil, _, rev, fgc, bgc = conv_window(op)
-    if fgc != 1 or bgc != 1 or any(rev) or _direct_plan(op) is not None:
+    if bgc != 1 or any(rev) or _direct_plan(op) is not None:
         return False
     kt = rhs.type
     window = kt.shape[dn.kernel_spatial_dimensions[0]] * kt.shape[dn.kernel_spatial_dimensions[1]]
@@ -157,6 +158,14 @@ def _rewrite_direct(op: Operation) -> bool:
     cin, cout = kt.shape[dn.kernel_input_feature_dimension], kt.shape[dn.kernel_output_feature_dimension]
     # (lhs dilation, a transposed convolution: not the direct kernel's; im2col's phases)
     direct = window * cin <= DIRECT_MAX_WINDOW and cout % 8 == 0 and all(d == 1 for d in ldil)
+    if fgc != 1:  # grouped: the direct kernel's groups only (kernels_conv.grouped_block)
+        from axle.backends.cpu.kernels_conv import GROUPED_WIDTHS
+        from axle.backends.cpu.kernels_conv_general import library_enabled
+        cb = 16 if cin == 16 else 8
+        if cin * fgc != lhs.type.shape[dn.input_feature_dimension] or cout != cin * fgc or cin not in GROUPED_WIDTHS \
+                or cout % cb or window * cb > DIRECT_MAX_WINDOW or any(d != 1 for d in ldil) or not library_enabled():
+            return False
+        direct = True
     if not (direct or cin >= GEMM_MIN_FEATURES) or 0 in res.type.shape or 0 in lhs.type.shape:
         return False
     in_perm = [dn.input_batch_dimension, *dn.input_spatial_dimensions, dn.input_feature_dimension]

@@ -489,7 +489,10 @@ def vector_floats() -> int:
     return 16 if "+avx512f" in host_cpu()[1] else 8
 
 
-DFIELDS = ["h", "w", "c", "kh", "kw", "f", "ow", "sy", "sx", "dy", "dx", "pt", "pl", "packed", "window", "px"]
+# ib: input features per window column that a block of output features reads (c; a grouped
+# convolution's block: its own cb features from fb cb, block-diagonal weights)
+DFIELDS = ["h", "w", "c", "kh", "kw", "f", "ow", "sy", "sx", "dy", "dx", "pt", "pl", "packed", "window", "px",
+           "ib", "grouped"]
 DINDEX = {f: i for i, f in enumerate(DFIELDS)}
 
 
@@ -525,6 +528,9 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
         zeros = b.bitcast(zg, fp)
     packed = b.icmp_signed("!=", F.d("packed"), _c(0))
     wstep = b.select(packed, _c(cb), F.d("f"))
+    ib = F.d("ib")
+    grouped = b.icmp_signed("!=", F.d("grouped"), _c(0))
+    coff = b.select(grouped, b.mul(fb, _c(cb)), _c(0))  # the block's first input feature
 
     def window_row(ky):
         b = F.b
@@ -541,10 +547,11 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
                 ptrs = []
                 for p in range(P):
                     ix = b.add(ix0, b.mul(_c(p), F.d("sx")))
-                    ptr = b.gep(src, [b.mul(b.add(row, ix), c)])
+                    ptr = b.gep(src, [b.add(b.mul(b.add(row, ix), c), coff)])
                     if checked:  # a pixel whose window column is in padding reads zeros
                         ok = b.and_(b.icmp_signed(">=", ix, _c(0)), b.icmp_signed("<", ix, F.d("w")))
-                        ptr = b.select(ok, b.gep(src, [b.mul(b.add(row, b.select(ok, ix, _c(0))), c)]), zeros)
+                        ptr = b.select(ok, b.gep(src, [b.add(b.mul(b.add(row, b.select(ok, ix, _c(0))), c), coff)]),
+                                       zeros)
                     ptrs.append(ptr)
                 return ptrs
 
@@ -553,7 +560,7 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
                 kw c) the whole window row, contiguous in the input and in the weights."""
                 b = F.b
                 ptrs = pointers(kx)
-                wrow = b.mul(b.add(b.mul(ky, F.d("kw")), kx), c)  # the weights' row (ky, kx, 0)
+                wrow = b.mul(b.add(b.mul(ky, F.d("kw")), kx), ib)  # the weights' row (ky, kx, 0)
                 wbase = b.gep(wts, [b.select(packed, b.mul(b.add(b.mul(fb, F.d("window")), wrow), _c(cb)),
                                              b.add(b.mul(wrow, F.d("f")), b.mul(fb, _c(cb))))])
 
@@ -567,13 +574,14 @@ def _dconv_block(mod, cb: int, P: int, checked: bool):
                         b.store(b.call(fma, [xv, wv, b.load(accs[p])]), accs[p])
                 F.loop(_c(0), count, channel, "ci")
             if checked:
-                F.loop(_c(0), F.d("kw"), lambda kx: run(kx, c), "kx")
+                F.loop(_c(0), F.d("kw"), lambda kx: run(kx, ib), "kx")
             else:  # undilated: the window row's columns follow each other, one loop over them
-                with b.if_else(b.icmp_signed("==", F.d("dx"), _c(1))) as (dense, dilated):
+                whole = b.and_(b.icmp_signed("==", F.d("dx"), _c(1)), b.not_(grouped))
+                with b.if_else(whole) as (dense, dilated):
                     with dense:
                         run(_c(0), F.b.mul(F.d("kw"), c))
                     with dilated:
-                        F.loop(_c(0), F.d("kw"), lambda kx: run(kx, c), "kx")
+                        F.loop(_c(0), F.d("kw"), lambda kx: run(kx, ib), "kx")
     F.loop(_c(0), F.d("kh"), window_row, "ky")
     b = F.b
     for p in range(P):

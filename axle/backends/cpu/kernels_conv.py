@@ -130,13 +130,13 @@ def convolution(ctx: Context, op: Operation) -> None:
 PATCH_BYTES = 256 * 1024  # target size of one tile of patches (stays in L2)
 
 
-def _nhwc_hwio(op: Operation):
+def _nhwc_hwio(op: Operation, grouped: bool = False):
     """The number of spatial dimensions when op is a plain convolution in the layout the fast
-    paths take: output [N, spatial..., F], kernel [spatial..., I, O], no grouping, no lhs
-    dilation, no window reversal; else None."""
+    paths take: output [N, spatial..., F], kernel [spatial..., I, O], no grouping (unless
+    `grouped`: feature groups), no lhs dilation, no window reversal; else None."""
     dn = op.attr("dimension_numbers")
     nsp = len(dn["input_spatial_dimensions"])
-    if op.attr("feature_group_count", 1) != 1 or op.attr("batch_group_count", 1) != 1:
+    if op.attr("feature_group_count", 1) != 1 and not grouped or op.attr("batch_group_count", 1) != 1:
         return None
     if any(d != 1 for d in (op.attr("lhs_dilation") or [1] * nsp)) or any(op.attr("window_reversal") or []):
         return None
@@ -278,15 +278,46 @@ def _direct_plan(op: Operation):
         return None
     lhs, rhs = op.operands
     lt, kt, ot = _ty(lhs), _ty(rhs), _ty(op.results[0])
-    if any(str(t.element_type) != "f32" for t in (lt, kt, ot)) or _nhwc_hwio(op) != 2:
+    if any(str(t.element_type) != "f32" for t in (lt, kt, ot)) or _nhwc_hwio(op, grouped=True) != 2:
+        return None
+    dn = op.attr("dimension_numbers")
+    if dn["input_batch_dimension"] != 0 or dn["input_feature_dimension"] != 3:  # (DirectConv reads NHWC)
         return None
     kh, kw, cin, cout = kt.shape
-    if kh * kw * cin > DIRECT_MAX_WINDOW or max(lt.shape) >= 2 ** 31 or 0 in ot.shape or 0 in lt.shape:
+    if max(lt.shape) >= 2 ** 31 or 0 in ot.shape or 0 in lt.shape:
+        return None
+    groups = op.attr("feature_group_count", 1)
+    if groups != 1:
+        return grouped_block(op)
+    if kh * kw * cin > DIRECT_MAX_WINDOW:
         return None
     for cb in (16, 8):
         if cout % cb == 0:
             return cb
     return None
+
+
+# Grouped convolutions with as many input as output features per group, GROUPED_WIDTHS of
+# them, run direct too: a block of cb output features covers cb / g whole groups and reads
+# just their cb input features, through block-diagonal weights (zero across groups: cb / g
+# times the products, on vectors instead of GEMMs of g columns). 128 channels in groups of
+# 8, 3 x 3 on 8 x 28 x 28: 4.3 -> 3.2 ms on one thread in NHWC (im2col + one GEMM of 8
+# columns per group before), 8.2 -> 3.9 ms in NCHW.
+GROUPED_WIDTHS = (2, 4, 8, 16)
+
+
+def grouped_block(op: Operation):
+    """cb for a grouped convolution the direct kernel takes (see GROUPED_WIDTHS), else None."""
+    from axle.backends.cpu.kernels_conv_general import library_enabled
+    _, kt, ot = (_ty(v) for v in (*op.operands, op.results[0]))
+    kh, kw, g, cout = kt.shape
+    if op.attr("feature_group_count", 1) * g != _ty(op.operands[0]).shape[-1] \
+            or cout != _ty(op.operands[0]).shape[-1] or g not in GROUPED_WIDTHS or not library_enabled():
+        return None
+    cb = 16 if g == 16 else 8
+    if cout % cb or kh * kw * cb > DIRECT_MAX_WINDOW:
+        return None
+    return cb
 
 
 ROW_PRODUCERS["stablehlo.convolution"] = _direct_plan  # a pooling may compute its rows (fusion.py)
@@ -339,7 +370,10 @@ class DirectConv:
         self.dy, self.dx = op.attr("rhs_dilation") or [1, 1]
         pad = op.attr("padding")
         self.pt, self.pl = (int(pad[0][0]), int(pad[1][0])) if pad is not None else (0, 0)
-        self.window = self.kh * self.kw * self.c
+        self.grouped = op.attr("feature_group_count", 1) != 1
+        self.gsize = kt.shape[2]  # input features per group
+        self.ib = cb if self.grouped else self.c  # input features a block of outputs reads per pixel
+        self.window = self.kh * self.kw * self.ib
         most = max(1, min(self.ow, ACCUMULATORS * _vector_floats() // cb))
         # a block width that divides the row, if one is near the most: no third copy of
         # the pixel code for the remainder (rows of 16, 32, 64 take blocks of 8)
@@ -353,7 +387,7 @@ class DirectConv:
         """Regroup the weights by blocks of cb output features, each block contiguous: read
         in place, a block's rows (f floats apart) would fall into a fraction of L1's sets
         and thrash it. packed[fb, r, :] = w[r, fb cb : fb cb + cb] for the window rows r."""
-        if self.f <= self.cb:
+        if self.f <= self.cb and not self.grouped:
             return
         from axle.ir.types import TensorType
         ctx, em, cb, vt = self.ctx, self.ctx.em, self.cb, self.vt
@@ -373,7 +407,23 @@ class DirectConv:
                 to = b.gep(wdst, [b.mul(b.add(b.mul(fb, c64(self.window)), r), c64(cb))], inbounds=True)
                 b.store(b.load(b.bitcast(frm, vt.as_pointer()), align=4), b.bitcast(to, vt.as_pointer()), align=4)
             em.for_range_dynamic(c64(0), c64(self.window), one)
-        em.for_range_dynamic(c64(0), c64(self.f // cb), pack)
+
+        def pack_grouped(fb):
+            """packed[fb, (tap, i), j] = w[tap, i mod g, fb cb + j] where input feature fb cb + i
+            and output feature fb cb + j are of one group, else 0."""
+            g = self.gsize
+
+            def one(r):
+                def lane(j):
+                    b = ctx.b
+                    tap, i = b.udiv(r, c64(cb)), b.urem(r, c64(cb))
+                    same = b.icmp_unsigned("==", b.udiv(i, c64(g)), b.udiv(j, c64(g)))
+                    at = b.add(b.mul(b.add(b.mul(tap, c64(g)), b.urem(i, c64(g))), c64(self.f)), b.add(b.mul(fb, c64(cb)), j))
+                    x = b.select(same, b.load(b.gep(wsrc, [at], inbounds=True)), ir.Constant(f32, 0.0))
+                    b.store(x, b.gep(wdst, [b.add(b.mul(b.add(b.mul(fb, c64(self.window)), r), c64(cb)), j)], inbounds=True))
+                em.for_range_dynamic(c64(0), c64(cb), lane)
+            em.for_range_dynamic(c64(0), c64(self.window), one)
+        em.for_range_dynamic(c64(0), c64(self.f // cb), pack_grouped if self.grouped else pack)
 
     def release(self) -> None:
         if self.token is not None:
@@ -382,7 +432,7 @@ class DirectConv:
     def row(self, n, oy, out_row) -> None:
         """Output row (n, oy) (i64 values) into out_row (f32*: ow x f floats)."""
         from axle.backends.cpu.kernels_conv_general import library_enabled
-        if library_enabled():
+        if library_enabled() or self.grouped:  # (grouped: the library's rows only; grouped_block)
             self._library_row(n, oy, out_row)
             return
         ctx, em, px = self.ctx, self.ctx.em, self.px
@@ -424,7 +474,7 @@ class DirectConv:
         mod, b = ctx.mod, ctx.b
         vals = dict(h=self.h, w=self.w, c=self.c, kh=self.kh, kw=self.kw, f=self.f, ow=self.ow, sy=self.sy,
                     sx=self.sx, dy=self.dy, dx=self.dx, pt=self.pt, pl=self.pl, packed=int(self.token is not None),
-                    window=self.window, px=self.px)
+                    window=self.window, px=self.px, ib=self.ib, grouped=int(self.grouped))
         arr = ir.ArrayType(ir.IntType(64), len(DFIELDS))
         g = ir.GlobalVariable(mod, arr, mod.get_unique_name("dconv.desc"))
         g.global_constant, g.linkage = True, "private"

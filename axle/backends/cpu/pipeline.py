@@ -30,6 +30,7 @@ def lowering_pipeline() -> list:
     from axle.backends.cpu.conv_rows_layout import CpuConvRowsLayout
     from axle.backends.cpu.lower_top_k import CpuTopK
     from axle.backends.cpu.lowp_dot_results import CpuLowpDotResults
+    from axle.backends.cpu.hoist_dot_packing import CpuHoistDotPacking
     from axle.backends.cpu.widen_convolutions import CpuWidenConvolutions
     from axle.backends.cpu.widen_loop_dots import CpuWidenLoopDots
     from axle.passes.lower_quant import LowerQuant
@@ -61,6 +62,9 @@ def lowering_pipeline() -> list:
         CpuWidenLoopDots(),
         # bf16 x bf16 -> bf16 dots as bf16 -> f32 ones (the bf16 kernel's) and a convert
         CpuLowpDotResults(),
+        # a loop-invariant dot operand in an order BLAS does not read: transposed once,
+        # before the loop, instead of packed on every trip
+        CpuHoistDotPacking(),
         PASSES["while-licm"](),
         # the converts made above for several dots of one operand are one (CSE), and what
         # the rewrites left unread goes (DCE)
