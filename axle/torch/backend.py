@@ -124,8 +124,33 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, name: str = "graph")
     if missing:
         _warn(f"axle: ATen op {missing[0]} has no axle lowering; this {name} runs eagerly"
               + (f" (also missing: {', '.join(missing[1:])})" if len(missing) > 1 else ""))
+        _eager_flash_backward(gm)
         return make_boxed_func(gm.forward)
     return make_boxed_func(CompiledGraph(gm, name))
+
+
+def _flash_backward_recomputing(g, q, k, v, o, lse, dropout_p, is_causal, *, attn_mask=None, scale=None):
+    """The CPU flash attention's backward given the forward's true output and logsumexp,
+    recomputed: what a decomposed forward saved in their place is not them."""
+    a = torch.ops.aten
+    o, lse = a._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, dropout_p, is_causal,
+                                                                  attn_mask=attn_mask, scale=scale)[:2]
+    return a._scaled_dot_product_flash_attention_for_cpu_backward.default(g, q, k, v, o, lse, dropout_p, is_causal,
+                                                                         attn_mask=attn_mask, scale=scale)
+
+
+def _eager_flash_backward(gm) -> None:
+    """In a graph left to eager, the flash attention backward recomputes its forward first
+    (_flash_backward_recomputing): the forward graph ran the decomposition (decompositions()),
+    which returns the attention weights where the op returns the logsumexp, and the eager
+    backward read them as such (gradients off by 50x behind a replicate pad the bridge did
+    not lower then)."""
+    target = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+    hits = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is target]
+    for n in hits:
+        n.target = _flash_backward_recomputing
+    if hits:
+        gm.recompile()
 
 
 def decompositions() -> dict:
@@ -147,7 +172,8 @@ def decompositions() -> dict:
     # flash attention stays decomposed: kept whole, its forward computed the logsumexp in a
     # second pass that cost RoPE attention 15 -> 17.5 ms a step; the decomposition returns
     # the attention weights where the op returns the logsumexp, which only the eager flash
-    # backward would misread: the bridge lowers that backward, grouped-query attention too.)
+    # backward would misread: the bridge lowers that backward, grouped-query attention too,
+    # and a backward graph left to eager recomputes them: _eager_flash_backward.)
     for op in (a.eye.default, a.eye.m):
         table.pop(op, None)
     return table

@@ -44,6 +44,86 @@ def _expand(em, out, a, *_, **__):
     return em.broadcast_to(a, shape_of(out))
 
 
+@rule(aten.repeat.default)
+def _repeat(em, out, a, repeats):
+    """Tensor.repeat: the tensor tiled `repeats` times per dimension (leading repeats add
+    dimensions): each dimension of extent n broadcast to [r, n] and merged to r * n."""
+    reps = [int(r) for r in repeats]
+    shape = (1,) * (len(reps) - a.rank) + tuple(a.shape)
+    x = em.reshape(a, shape)
+    wide = []
+    for r, n in zip(reps, shape):
+        wide += [r, n]
+    x = em.broadcast_in_dim(x, tuple(wide), [2 * i + 1 for i in range(len(shape))])
+    return em.reshape(x, tuple(r * n for r, n in zip(reps, shape)))
+
+
+def _replication_pad(nd: int):
+    def lower(em, out, a, padding):
+        """Replicate padding of the last nd dimensions: per dimension, the edge elements
+        broadcast over the bands and concatenated around the tensor."""
+        pads = [int(p) for p in padding]
+        x = a
+        for i in range(nd):
+            d = a.rank - 1 - i
+            lo, hi = pads[2 * i], pads[2 * i + 1]
+            n = x.shape[d]
+            parts = []
+            for at, width in ((0, lo), (None, 0), (n - 1, hi)):
+                if at is None:
+                    parts.append(x)
+                    continue
+                if width <= 0:
+                    continue
+                b0, b1 = [0] * x.rank, list(x.shape)
+                b0[d], b1[d] = at, at + 1
+                edge = em.slice(x, b0, b1, [1] * x.rank)
+                shape = list(x.shape)
+                shape[d] = width
+                parts.append(em.broadcast_in_dim(edge, tuple(shape), list(range(x.rank))))
+            x = em.concat(parts, d)
+        return x
+    return lower
+
+
+def _replication_pad_backward(nd: int):
+    def lower(em, out, grad, a, padding):
+        """The gradient of replicate padding over the last nd dimensions, one dimension at a
+        time (the padding is separable): the middle of the gradient, plus the sums over the
+        padded bands added to the first and the last element."""
+        pads = [int(p) for p in padding]  # (left, right) of the last dimension first
+        g = em.convert(grad, opmath(grad.dtype))  # (summed in f32 for bf16 / f16, rounded once)
+        for i in range(nd):
+            d = a.rank - 1 - i
+            lo, hi = pads[2 * i], pads[2 * i + 1]
+            n = a.shape[d]
+            start, limit = [0] * g.rank, list(g.shape)
+
+            def band(first, last):
+                b0, b1 = list(start), list(limit)
+                b0[d], b1[d] = first, last
+                return em.slice(g, b0, b1, [1] * g.rank)
+            core = band(lo, lo + n)
+            for first, last, at in ((0, lo, 0), (lo + n, lo + n + hi, n - 1)):
+                if last <= first:
+                    continue
+                total = em.reduce_simple(band(first, last), [d], "add", 0)
+                shape = list(g.shape)
+                shape[d] = 1
+                total = em.reshape(total, tuple(shape))
+                low, high = [0] * g.rank, [0] * g.rank
+                low[d], high[d] = at, n - 1 - at
+                core = em.binary("add", core, em.pad(total, em.const(0, g.dtype), low, high))
+            g = core
+        return em.convert(g, grad.dtype)
+    return lower
+
+
+for _nd in (1, 2, 3):
+    rule(getattr(aten, f"replication_pad{_nd}d").default)(_replication_pad(_nd))
+    rule(getattr(aten, f"replication_pad{_nd}d_backward").default)(_replication_pad_backward(_nd))
+
+
 @rule(aten._to_copy.default, aten.copy.default, aten.to.dtype)
 def _to_copy(em, out, a, *args, **kwargs):
     if isinstance(a, V) and args and isinstance(args[0], V):  # copy(dst, src)

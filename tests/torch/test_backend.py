@@ -343,3 +343,64 @@ def test_grouped_query_attention_trains_and_bool_eye():
     torch.testing.assert_close(loss, want_loss, atol=1e-4, rtol=1e-5)
     for g, w in zip(got, want):  # (gradients of about 5000: within 1e-5 of the largest)
         torch.testing.assert_close(g, w, atol=1e-5 * float(w.abs().max()), rtol=0)
+
+
+def test_attention_backward_left_to_eager_recomputes_the_forward(monkeypatch):
+    """A backward graph that runs eagerly (an op without a lowering) after the decomposed
+    flash attention forward: the eager flash backward is given the recomputed output and
+    logsumexp (the decomposition saves the attention weights in the logsumexp's place),
+    and the gradients are eager's."""
+    from axle.torch import backend as B
+    torch._dynamo.reset()
+    torch.manual_seed(5)
+    real = B.unsupported_ops
+    flash_bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+
+    def pretend(gm):  # the backward graph "misses" an op: it runs eagerly
+        has = any(n.op == "call_function" and n.target is flash_bwd for n in gm.graph.nodes)
+        return ["aten::pretended_missing"] if has else real(gm)
+    monkeypatch.setattr(B, "unsupported_ops", pretend)
+    q, k, v = (torch.randn(2, 4, 16, 8, requires_grad=True) for _ in range(3))
+
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).square().sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AxleFallbackWarning)
+        got = torch.autograd.grad(torch.compile(f, backend="axle")(q, k, v), (q, k, v))
+    want = torch.autograd.grad(f(q, k, v), (q, k, v))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5 * float(w.abs().max()), rtol=1e-5)
+
+
+def test_foreach_updates_lower():
+    """torch._foreach_* updates (an EMA teacher's _foreach_lerp_, an optimizer's addcmul /
+    addcdiv / sqrt / mul over parameter lists, scalar lists, a pow) run on axle, equal to eager."""
+    torch._dynamo.reset()
+    torch.manual_seed(6)
+    shapes = [(4, 3), (7,), (2, 2, 5)]
+
+    def step(ema, params, grads, sq):
+        torch._foreach_lerp_(ema, params, 0.1)
+        torch._foreach_mul_(sq, 0.9)
+        torch._foreach_addcmul_(sq, grads, grads, value=0.1)
+        denom = torch._foreach_add(torch._foreach_sqrt(sq), 1e-8)
+        torch._foreach_addcdiv_(params, grads, denom, value=-0.01)
+        torch._foreach_sub_(params, torch._foreach_mul(params, [1e-3, 2e-3, 3e-3]))
+        return [p.sum() + e.sum() for p, e in zip(params, torch._foreach_pow(ema, 2))]
+
+    def fresh():
+        g = torch.Generator().manual_seed(0)
+        return [[torch.randn(s, generator=g) for s in shapes] for _ in range(3)] + \
+            [[torch.rand(s, generator=g) for s in shapes]]
+    want_state, got_state = fresh(), fresh()
+    want = step(*want_state)
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        got = torch.compile(step, backend="axle")(*got_state)
+    assert STATS["axle_calls"] > before
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+    for gl, wl in zip(got_state, want_state):
+        for g, w in zip(gl, wl):
+            torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)

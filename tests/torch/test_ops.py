@@ -653,3 +653,26 @@ def test_unfold_windows(dtype):
         ops["backward_mid"] = lambda x, img: aten.unfold_backward.default(
             aten.unfold.default(img, 2, 3, 2), [2, 3, 9, 8], 2, 3, 2)
     check(run_both(ops, [x, img]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+def test_repeat_and_replication_pad_backward(dtype):
+    """Tensor.repeat (tiles, leading repeats adding dimensions) and the gradient of replicate
+    padding in 1, 2 and 3 dimensions (the bands' sums added to the edge elements)."""
+    x = rand((2, 3, 7), dtype, -2, 2, seed=4)
+    v = rand((2, 3, 5, 6, 4), dtype, -2, 2, seed=5)
+    ops = {
+        "repeat": lambda x, v: aten.repeat.default(x, [2, 1, 3]),
+        "repeat_more_dims": lambda x, v: aten.repeat.default(x, [3, 1, 2, 1]),
+    }
+    if dtype.is_floating_point:
+        g1 = lambda x: aten.replication_pad1d.default(x, [3, 2]) * 1.5  # noqa: E731
+        ops["pad1d_backward"] = lambda x, v: aten.replication_pad1d_backward.default(g1(x), x, [3, 2])
+        ops["pad1d_backward_one_side"] = lambda x, v: aten.replication_pad1d_backward.default(
+            aten.replication_pad1d.default(x, [0, 4]), x, [0, 4])
+        ops["pad2d_backward"] = lambda x, v: aten.replication_pad2d_backward.default(
+            aten.replication_pad2d.default(x, [1, 2, 2, 1]), x, [1, 2, 2, 1])
+        if dtype == torch.float32:  # (eager sums a corner's 12 bf16 values rounding after each addition)
+            ops["pad3d_backward"] = lambda x, v: aten.replication_pad3d_backward.default(
+                aten.replication_pad3d.default(v, [1, 1, 2, 0, 0, 3]) * 0.5, v, [1, 1, 2, 0, 0, 3])
+    check(run_both(ops, [x, v]), dtype)
