@@ -126,3 +126,33 @@ def test_transpose_staged_under_its_consumer(name, fn, shapes, dtype, monkeypatc
     cpu_exe.clear_memory_cache()
     _, got = _run(fn, *args)
     np.testing.assert_array_equal(np.asarray(got[0]), staged)
+
+
+def test_a_loop_reading_many_buffers_is_vectorized(monkeypatch):
+    """The sum of 70 one-hot placed step gradients (a scan's backward written as a Python
+    loop: x[:, t] read per step) is one loop reading 140 buffers: past LLVM's run-time
+    overlap checks it stays scalar (20x slower); with alias scopes (elementwise.MANY_BUFFERS)
+    it is vectorized. Against jax.jit."""
+    from axle.backends.cpu import elementwise
+    from axle.backends.cpu import executable as cpu_exe
+    from axle.tools.compile_cmd import optimized_ir
+    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+    L = 70
+    xs = [R.standard_normal((4, 128, 16)).astype(np.float32) for _ in range(L)]
+    cs = [R.standard_normal((4, 16)).astype(np.float32) for _ in range(L)]
+
+    def f(xs, cs):
+        acc = jnp.zeros((4, L, 128, 16), jnp.float32)
+        for t in range(L):
+            acc = acc + jnp.where((jnp.arange(L) == t)[None, :, None, None], (xs[t] * cs[t][:, None, :])[:, None], 0.0)
+        return acc
+    text = jax.jit(f).lower(xs, cs).as_text()
+    vectorized, default = {}, elementwise.MANY_BUFFERS
+    for many in (default, 10 ** 6):
+        monkeypatch.setattr(elementwise, "MANY_BUFFERS", many)
+        cpu_exe.clear_memory_cache()
+        exe = axle.compile(text, backend="cpu")
+        np.testing.assert_allclose(np.asarray(exe.execute(xs + cs)[0]), np.asarray(jax.jit(f)(xs, cs)), rtol=1e-6)
+        assert len(exe.program.kernels) == 1
+        vectorized[many] = "x float>" in optimized_ir(exe.program.llvm_ir, 3)
+    assert vectorized == {default: True, 10 ** 6: False}
