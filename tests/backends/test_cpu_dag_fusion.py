@@ -191,3 +191,29 @@ def test_tiled_index_arrays_are_built_once_outside_a_loop():
     loops = [k for k in exe.program.kernels if k.depth == 0 and k.kind == "control"]
     assert loops and not any(o.name == "stablehlo.reshape" for k in loops for o in k.fused)
     np.testing.assert_allclose(exe(tri, vals, x0), np.asarray(jax.jit(f)(tri, vals, x0)), rtol=2e-5, atol=2e-5)
+
+
+def test_shared_index_arithmetic_is_recomputed_not_stored():
+    """Reflected positions computed from iotas (a reflection pad's backward, PyTorch's
+    decomposition) and read by the gathers of two images are recomputed in each gather's
+    loop (fusion.INDEX_DUPLICATE_COST) rather than stored as an int32 buffer (too large to
+    be folded to a constant): no temporaries, results equal to jax.jit."""
+    import re
+    n = 320
+
+    def reflected(i):
+        return jnp.where(i < 0, -i, jnp.where(i >= n, 2 * (n - 1) - i, i))
+
+    def f(a, b):
+        i = jnp.arange(-3, n + 3)[:, None] + jnp.zeros((1, n + 6), jnp.int32)
+        j = jnp.arange(-3, n + 3)[None, :] + jnp.zeros((n + 6, 1), jnp.int32)
+        ri, rj = reflected(i).astype(jnp.uint32), reflected(j).astype(jnp.uint32)  # (no negative-index wrap)
+        pick = lambda x: x.at[ri, rj].get(mode="promise_in_bounds")  # noqa: E731
+        return pick(a) * 2.0, pick(b) + 1.0
+    a, b = (np.random.default_rng(k).standard_normal((n, n)).astype(np.float32) for k in (1, 2))
+    exe = _compile(f, a, b)
+    for g, w in zip(exe.execute([a, b]), jax.jit(f)(a, b)):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    plans = str(exe.program.plans)
+    assert re.search(r"(\d+) temporaries", plans).group(1) == "0", plans
+    assert len(_loops(exe)) == 2
