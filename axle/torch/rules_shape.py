@@ -535,7 +535,6 @@ def _index_put(em, out, a, indices, values, accumulate=False):
         raise Unsupported("index_put without indices")
     idx = [indices[d] for d in idx_dims]
     others = [d for d in range(a.rank) if d not in idx_dims]
-    perm = idx_dims + others
     bshape = ()
     for t in idx:
         bshape = _broadcast_shapes(bshape, t.shape)
@@ -548,18 +547,19 @@ def _index_put(em, out, a, indices, values, accumulate=False):
     upd = em.broadcast_to(em.convert(values, a.dtype), vshape)
     if adjacent and p0 > 0:
         upd = em.transpose(upd, list(range(p0, p0 + nb)) + list(range(p0)) + list(range(p0 + nb, len(vshape))))
-    moved = perm != list(range(a.rank))
-    at = em.transpose(a, perm) if moved else a
-    r = _scatter_leading(em, at, idx, bshape, upd, accumulate)
-    return em.transpose(r, [perm.index(d) for d in range(a.rank)]) if moved else r
+    # (the scatter addresses the indexed dimensions where they are: moving them in front
+    # and back cost two passes over `a`, a whole KV cache per index_copy_ of one token)
+    return _scatter_leading(em, a, idx, bshape, upd, accumulate, dims=idx_dims)
 
 
-def _scatter_leading(em, a, indices, bshape, upd, accumulate):
+def _scatter_leading(em, a, indices, bshape, upd, accumulate, dims=None):
     """a with a[i0, i1, ..., :] = upd (or +=), the index tensors on a's leading dimensions
-    broadcast to bshape (negative indices count from the end); upd is [bshape, a's other dims]."""
+    (or on `dims`, increasing) broadcast to bshape (negative indices count from the end); upd
+    is [bshape, a's other dims in order]."""
     k = len(indices)
+    dims = list(range(k)) if dims is None else list(dims)
     cols = []
-    for d, t in enumerate(indices):
+    for d, t in zip(dims, indices):
         t = em.broadcast_to(em.convert(t, "i64"), bshape)
         size = em.const(a.shape[d], "i64", bshape)
         t = em.select(em.compare("LT", t, em.const(0, "i64", bshape)), em.binary("add", t, size), t)
@@ -567,7 +567,7 @@ def _scatter_leading(em, a, indices, bshape, upd, accumulate):
     nb = len(bshape)
     start = em.concat(cols, nb)
     window = ", ".join(map(str, range(nb, nb + a.rank - k)))
-    inserted = ", ".join(map(str, range(k)))
+    inserted = ", ".join(map(str, dims))
     dn = (f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = [{inserted}], "
           f"scatter_dims_to_operand_dims = [{inserted}], index_vector_dim = {nb}>")
     region = em.scalar_region([a.dtype], lambda e, l, r: [e.binary("add", l[0], r[0]) if accumulate else r[0]])
