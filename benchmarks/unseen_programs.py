@@ -339,6 +339,11 @@ def ln(x):
     return (x - x.mean(-1, keepdims=True)) * lax.rsqrt(x.var(-1, keepdims=True) + 1e-5)
 
 
+def xent(logits, y):
+    """Mean cross-entropy of integer labels y under logits (the later sweeps' classifiers)."""
+    return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], -1))
+
+
 def mha(x, Wqkv, Wo, H):
     """Multi-head self-attention of x [n, l, D] with a fused qkv projection."""
     n, l, D = x.shape

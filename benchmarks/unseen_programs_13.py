@@ -42,7 +42,7 @@ NCHW, NHWC = ("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC")
 def conv(x, w, stride=(1, 1), pad="SAME", dn=NCHW, **kw):
     return lax.conv_general_dilated(x, w, stride, pad, dimension_numbers=dn, **kw)
 ln, mha = U.ln, U.mha
-def xent(logits, y): return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], -1))
+xent = U.xent
 def gnorm(t): return jnp.sqrt(sum(jnp.sum(jnp.square(a.astype(jnp.float32))) for a in jax.tree_util.tree_leaves(t)))
 def orth(n): return np.linalg.qr(R.standard_normal((n, n)))[0].astype(np.float32)
 

@@ -42,7 +42,7 @@ NCW, NHWC = ("NCH", "OIH", "NCH"), ("NHWC", "HWIO", "NHWC")
 def conv(x, w, stride=(1, 1), pad="SAME", dn=NHWC, **kw):
     return lax.conv_general_dilated(x, w, stride, pad, dimension_numbers=dn, **kw)
 ln, mha, tm = U.ln, U.mha, jax.tree_util.tree_map
-def xent(logits, y): return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], -1))
+xent = U.xent
 def spd(n, eps=1.0): a = f32(n, n); return (a @ a.T / n + eps * np.eye(n)).astype(np.float32)
 
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 from typing import Optional
 
 from axle.ir import attributes as A
-from axle.ir.core import Module, Operation, OpResult
+from axle.ir.core import Module, Operation
 from axle.ir.types import TensorType
 from axle.passes import register_pass
 from axle.passes.pass_manager import Pass
 from axle.passes.rewrite import Builder, transposed
+from axle.passes.while_licm import defined_inside
 
 MIN_BYTES = 64 << 10
 LOOPS = ("stablehlo.while",)
@@ -40,19 +41,6 @@ def _loops_around(op: Operation) -> list:
             out.append(p)
         blk = p.parent
     return out
-
-
-def _inside(v, loop: Operation) -> bool:
-    """Whether value v is defined within loop's regions."""
-    blk = v.owner.parent if isinstance(v, OpResult) else v.owner
-    while blk is not None:
-        p = blk.parent_op
-        if p is None:
-            return False
-        if p is loop:
-            return True
-        blk = p.parent
-    return False
 
 
 def _order(op: Operation, which: int) -> Optional[list]:
@@ -111,7 +99,7 @@ class CpuHoistDotPacking(Pass):
                 if not isinstance(t, TensorType) or not t.is_static or t.rank < 2 \
                         or t.num_elements * t.element_type.bitwidth // 8 < MIN_BYTES:
                     continue
-                outer = [lp for lp in loops if not _inside(v, lp)]
+                outer = [lp for lp in loops if not defined_inside(v, lp)]
                 if not outer or outer[0] is not loops[0]:
                     continue  # computed in the innermost loop: not invariant there
                 order = _order(op, which)
