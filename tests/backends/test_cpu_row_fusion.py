@@ -307,3 +307,51 @@ def test_relative_shift_softmax_matches_jax():
     assert len(host) == 1 and not any(o.name in ("stablehlo.transpose", "stablehlo.pad")
                                        for o in host[0].fused)
     np.testing.assert_allclose(exe(*args), jax.jit(f)(*args), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [16, 37, 300])
+def test_masked_max_min_in_lanes_exact(dtype, n, monkeypatch):
+    """A max / min over the innermost axis of masked values (a causal softmax's row max)
+    runs as one partial result per vector lane (elementwise._lanewise_extreme), row-fused
+    and as a reduce kernel of its own: bit for bit the sequential result, with NaNs, signed
+    zeros, infinities, fully masked rows and rows shorter than two vectors."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from axle.backends.cpu import elementwise
+    from axle.backends.cpu import executable as cpu_exe
+    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+    r = np.random.default_rng(n)
+    x = r.standard_normal((9, n)).astype(dtype)
+    x[1, 3] = np.nan
+    x[2, :] = -0.0
+    x[2, 1::2] = 0.0
+    x[3, 5] = np.inf
+    x[4, n - 1] = -np.inf
+    mask = np.tril(np.ones((9, n), bool), 2)
+    mask[5] = False  # a fully masked row: -inf / +inf
+
+    def f(x, mask):
+        s = jnp.where(mask, x * 0.5, -jnp.inf)
+        m = jnp.max(s, -1, keepdims=True)
+        soft = jnp.exp(s - jnp.where(jnp.isfinite(m), m, 0.0))  # row-fused with its max
+        return jnp.max(s, -1), jnp.min(jnp.where(mask, x, jnp.inf), -1), soft
+
+    def ours():
+        cpu_exe.clear_memory_cache()
+        with jax.enable_x64(dtype == "float64"):
+            text = jax.jit(f).lower(x, mask).as_text()
+        exe = axle.compile(text, backend="cpu")
+        return [np.asarray(o) for o in exe.execute([x, mask])]
+    taken = []
+    real = elementwise._lanewise_extreme
+    monkeypatch.setattr(elementwise, "_lanewise_extreme", lambda *a: taken.append(1) or real(*a))
+    got = ours()
+    monkeypatch.setattr(elementwise, "_extreme_lanes", lambda *a: 0)
+    want = ours()  # the sequential chain
+    for g, w in zip(got, want):
+        assert g.tobytes() == w.tobytes()
+    from axle.backends.cpu.conv_runtime import vector_floats
+    lanes = vector_floats() // (1 if dtype == "float32" else 2)
+    assert bool(taken) == (n >= 2 * lanes)
+    np.testing.assert_array_equal(got[0], np.max(np.where(mask, x * np.asarray(0.5, dtype), -np.inf), -1))

@@ -93,9 +93,15 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
         _reduce_in_memory_order(ctx, op, inputs, inits, kept, in_t, out_ts)
         return
     reassoc = _simple_float_add(op) and dims and dims[-1] == in_t.rank - 1
+    from axle.backends.cpu.elementwise import _extreme_lanes, _lanewise_extreme, _selected
+    lanes = _extreme_lanes(op, dims, in_t) if _selected(ctx, inputs[0]) else 0
 
     def body(out_idx):
         acc = Accumulators(ctx, op, inits)
+        if lanes:  # a masked max / min: w partial results (elementwise._lanewise_extreme)
+            _lanewise_extreme(ctx, op, acc, lanes, inputs, kept, out_idx, dims, in_t)
+            acc.store(out_idx)
+            return
 
         def inner(red_idx):
             full = [None] * in_t.rank
