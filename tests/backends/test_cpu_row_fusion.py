@@ -313,12 +313,12 @@ def test_relative_shift_softmax_matches_jax():
 @pytest.mark.parametrize("n", [16, 37, 300])
 def test_masked_max_min_in_lanes_exact(dtype, n, monkeypatch):
     """A max / min over the innermost axis of masked values (a causal softmax's row max)
-    runs as one partial result per vector lane (elementwise._lanewise_extreme), row-fused
+    runs as one partial result per vector lane (kernels._lanewise_extreme), row-fused
     and as a reduce kernel of its own: bit for bit the sequential result, with NaNs, signed
     zeros, infinities, fully masked rows and rows shorter than two vectors."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
-    from axle.backends.cpu import elementwise
+    from axle.backends.cpu import kernels
     from axle.backends.cpu import executable as cpu_exe
     monkeypatch.setenv("AXLE_CACHE_DIR", "off")
     r = np.random.default_rng(n)
@@ -344,10 +344,10 @@ def test_masked_max_min_in_lanes_exact(dtype, n, monkeypatch):
         exe = axle.compile(text, backend="cpu")
         return [np.asarray(o) for o in exe.execute([x, mask])]
     taken = []
-    real = elementwise._lanewise_extreme
-    monkeypatch.setattr(elementwise, "_lanewise_extreme", lambda *a: taken.append(1) or real(*a))
+    real = kernels._lanewise_extreme
+    monkeypatch.setattr(kernels, "_lanewise_extreme", lambda *a: taken.append(1) or real(*a))
     got = ours()
-    monkeypatch.setattr(elementwise, "_extreme_lanes", lambda *a: 0)
+    monkeypatch.setattr(kernels, "_extreme_lanes", lambda *a: 0)
     want = ours()  # the sequential chain
     for g, w in zip(got, want):
         assert g.tobytes() == w.tobytes()

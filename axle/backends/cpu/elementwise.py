@@ -508,72 +508,6 @@ def _register_transpose(ctx, op: Operation, tr: Operation, index, tile: int):
     return move
 
 
-def _extreme_lanes(red: Operation, dims: list, in_t) -> int:
-    """W when row reduction `red` is a max or min of f32 / f64 over the innermost dimension
-    alone, at least 2 W long (W: the host's vector lanes of the type), else 0. Such a
-    reduction is exact in any order (max and min are associative, NaN and signed zeros
-    included), so it runs as W interleaved partial results (_lanewise_extreme)."""
-    from axle.backends.cpu.conv_runtime import vector_floats
-    blk = red.regions[0].blocks[0]
-    ops = blk.operations
-    et = in_t.element_type
-    if len(red.results) != 1 or len(ops) != 2 or ops[0].name not in ("stablehlo.maximum", "stablehlo.minimum") \
-            or et.name not in ("f32", "f64") or dims != [in_t.rank - 1] or not in_t.is_static \
-            or set(map(id, ops[0].operands)) != set(map(id, blk.arguments)) or ops[1].operands[0] is not ops[0].results[0]:
-        return 0
-    w = vector_floats() // (2 if et.name == "f64" else 1)
-    return w if in_t.shape[-1] >= 2 * w else 0
-
-
-def _selected(ctx, v) -> bool:
-    """Whether fused value v is computed through a select (a mask): then LLVM does not
-    vectorize a running max / min over it; without one, its own vectorized reduction beats
-    _lanewise_extreme (a plain softmax's row max: 0.80 against 1.16 ms)."""
-    seen, stack = set(), [v]
-    while stack:
-        x = stack.pop()
-        o = getattr(x, "owner", None)
-        if x in ctx.em.buffers or ctx.has_buffer(x) or not isinstance(o, Operation) or o in seen:
-            continue
-        if o.name == "stablehlo.select":
-            return True
-        seen.add(o)
-        stack.extend(o.operands)
-    return False
-
-
-def _lanewise_extreme(ctx, red: Operation, acc, w: int, inputs: list, kept: list, out_idx: list, dims: list, in_t):
-    """A row's max / min as w partial results, element j of each chunk of w into the j-th,
-    combined at the end. One running value through the row is a chain LLVM does not
-    vectorize when the values are masked (max(acc, select(m, x, -inf)) becomes a select of
-    acc): a causal softmax's row maximum ran element by element, 7x the unmasked one."""
-    from axle.backends.cpu.kernels import Accumulators
-    em = ctx.em
-    c64 = em.const_i64
-    n = in_t.shape[-1]
-    parts = [acc] + [Accumulators(ctx, red, red.operands[1:]) for _ in range(w - 1)]
-
-    def at(i):
-        full: list = [None] * in_t.rank
-        for d, x in zip(kept, out_idx):
-            full[d] = x
-        full[dims[0]] = i
-        return [em.value_at(v, full) for v in inputs]
-
-    def chunk(c):
-        base = em.b.mul(c, c64(w))
-        for j in range(w):
-            parts[j].combine(at(em.b.add(base, c64(j))))
-    em.for_range_dynamic(c64(0), c64(n // w), chunk)
-    if n % w:
-        em.for_range_dynamic(c64(n - n % w), c64(n), lambda i: parts[0].combine(at(i)))
-    step = 1
-    while step < w:
-        for j in range(0, w, 2 * step):
-            parts[j].combine([em.b.load(parts[j + step].slots[0])])
-        step *= 2
-
-
 def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: Optional[Value] = None) -> None:
     """Compute reduction `red` at the element its index map picks from the host's outer
     indices `row`, into a stack slot that value_at reads (ctx.em.scalars). With `keep`
@@ -588,6 +522,7 @@ def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: O
     out_idx = [em.const_i64(0) if d < 0 else row[d] for d in index_map]
     acc = Accumulators(ctx, red, inits)
     reassoc = _simple_float_add(red) and dims[-1] == in_t.rank - 1
+    from axle.backends.cpu.kernels import _extreme_lanes, _lanewise_extreme, _selected
     lanes = _extreme_lanes(red, dims, in_t)
     if lanes and keep is None and _selected(ctx, inputs[0]):
         _lanewise_extreme(ctx, red, acc, lanes, inputs, kept, out_idx, dims, in_t)
