@@ -159,11 +159,9 @@ def _rewrite_direct(op: Operation) -> bool:
     # (lhs dilation, a transposed convolution: not the direct kernel's; im2col's phases)
     direct = window * cin <= DIRECT_MAX_WINDOW and cout % 8 == 0 and all(d == 1 for d in ldil)
     if fgc != 1:  # grouped: the direct kernel's groups only (kernels_conv.grouped_block)
-        from axle.backends.cpu.kernels_conv import GROUPED_WIDTHS
-        from axle.backends.cpu.kernels_conv_general import library_enabled
-        cb = 16 if cin == 16 else 8
-        if cin * fgc != lhs.type.shape[dn.input_feature_dimension] or cout != cin * fgc or cin not in GROUPED_WIDTHS \
-                or cout % cb or window * cb > DIRECT_MAX_WINDOW or any(d != 1 for d in ldil) or not library_enabled():
+        from axle.backends.cpu.kernels_conv import grouped_width
+        if any(d != 1 for d in ldil) or grouped_width(cin, fgc, lhs.type.shape[dn.input_feature_dimension], cout,
+                                                      window) is None:
             return False
         direct = True
     if not (direct or cin >= GEMM_MIN_FEATURES) or 0 in res.type.shape or 0 in lhs.type.shape:

@@ -130,7 +130,6 @@ def _reads_through_pointers(ctx, op: Operation) -> bool:
 
 
 TRANSPOSE_TILE = 16  # a transpose moving the innermost dimension runs over tiles of 16 x 16
-ROWS_INNER = None  # the tile order of _tiled_transpose: None for its choice, else forced
 PAGE_BYTES = 4096
 
 
@@ -354,9 +353,7 @@ def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool
     # channels (n = 64, m = H W = 3136: 6.7 -> 4.1 ms on one thread), columns for a
     # [1024, 8192] operand (n = 1024: 13.9 -> 11.6 ms).
     el = t.element_type.bitwidth // 8
-    if ROWS_INNER is not None:
-        rows_inner = ROWS_INNER
-    elif min(m, n) * el < PAGE_BYTES:
+    if min(m, n) * el < PAGE_BYTES:
         rows_inner = n < m
     else:
         rows_inner = m < n

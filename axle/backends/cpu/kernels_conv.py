@@ -308,14 +308,19 @@ GROUPED_WIDTHS = (2, 4, 8, 16)
 
 def grouped_block(op: Operation):
     """cb for a grouped convolution the direct kernel takes (see GROUPED_WIDTHS), else None."""
-    from axle.backends.cpu.kernels_conv_general import library_enabled
-    _, kt, ot = (_ty(v) for v in (*op.operands, op.results[0]))
+    _, kt, _ = (_ty(v) for v in (*op.operands, op.results[0]))
     kh, kw, g, cout = kt.shape
-    if op.attr("feature_group_count", 1) * g != _ty(op.operands[0]).shape[-1] \
-            or cout != _ty(op.operands[0]).shape[-1] or g not in GROUPED_WIDTHS or not library_enabled():
+    return grouped_width(g, op.attr("feature_group_count", 1), _ty(op.operands[0]).shape[-1], cout, kh * kw)
+
+
+def grouped_width(g: int, groups: int, cin: int, cout: int, taps: int):
+    """cb for `groups` groups of g input features each (cin in all) into cout outputs over a
+    window of `taps`, when the direct kernel takes them, else None."""
+    from axle.backends.cpu.kernels_conv_general import library_enabled
+    if groups * g != cin or cout != cin or g not in GROUPED_WIDTHS or not library_enabled():
         return None
     cb = 16 if g == 16 else 8
-    if cout % cb or kh * kw * cb > DIRECT_MAX_WINDOW:
+    if cout % cb or taps * cb > DIRECT_MAX_WINDOW:
         return None
     return cb
 
