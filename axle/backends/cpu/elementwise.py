@@ -412,6 +412,7 @@ def _register_transpose(ctx, op: Operation, tr: Operation, index, tile: int):
     (fusion's _register_transposed plans buffers for plain transposes' operands on the
     same limits.)"""
     from axle.backends.cpu.conv_runtime import vector_floats
+    from axle.backends.cpu.lowp_f32_pack import transpose_square
     from llvmlite import ir
     src = tr.operands[0]
     t, st = _ty(tr.results[0]), _ty(src)
@@ -424,15 +425,6 @@ def _register_transpose(ctx, op: Operation, tr: Operation, index, tile: int):
     et = t.element_type
     mt = S.mem_type(et)
     vt = ir.VectorType(mt, w)
-    masks = []
-    k = 1
-    while k < w:
-        lo = [(w + c - k) if c & k else c for c in range(w)]
-        hi = [(w + c) if c & k else (c + k) for c in range(w)]
-        masks.append((k, ir.Constant(ir.VectorType(ir.IntType(32), w), lo),
-                      ir.Constant(ir.VectorType(ir.IntType(32), w), hi)))
-        k *= 2
-
     def operand_at(out, i, j):  # the operand's w elements at result rows i ..., column j
         idx = index(out, i, j)
         ptr = em.element_ptr(ctx.buffer(src), et, em.linear([idx[perm.index(d)] for d in range(t.rank)], st.shape))
@@ -443,15 +435,7 @@ def _register_transpose(ctx, op: Operation, tr: Operation, index, tile: int):
         bi ...; store_row(bi, bj, r, vec): tile row bi + r, columns bj ..."""
         for bi in range(0, tile, w):
             for bj in range(0, tile, w):
-                rows = [load_row(bi, bj, r) for r in range(w)]
-                for k_, lo, hi in masks:
-                    nxt = list(rows)
-                    for r in range(w):
-                        if r & k_:
-                            continue
-                        nxt[r] = em.b.shuffle_vector(rows[r], rows[r | k_], lo)
-                        nxt[r | k_] = em.b.shuffle_vector(rows[r], rows[r | k_], hi)
-                    rows = nxt
+                rows = transpose_square(em.b, [load_row(bi, bj, r) for r in range(w)])
                 for r in range(w):
                     store_row(bi, bj, r, rows[r])
 

@@ -29,20 +29,29 @@ def _gep(b, ptr, index):
     return b.gep(b.bitcast(ptr, I32.as_pointer()), [index])
 
 
-def transpose16(b, rows: list) -> list:
-    """The transpose of the 16 x 16 matrix whose rows are 16 vectors of 16 lanes."""
-    for j in range(4):
-        bit = 1 << j
+def transpose_square(b, rows: list) -> list:
+    """The transpose of the n x n matrix whose rows are n vectors of n lanes (n a power of
+    two): log2 n stages of two-source shuffles, each exchanging one bit of the row index
+    with one bit of the column index."""
+    n = len(rows)
+    bit = 1
+    while bit < n:
         out = list(rows)
-        lo_mask = ir.Constant(ir.VectorType(I32, 16), [e if not e & bit else 16 + (e ^ bit) for e in range(16)])
-        hi_mask = ir.Constant(ir.VectorType(I32, 16), [(e ^ bit) if not e & bit else 16 + e for e in range(16)])
-        for a in range(16):
+        lo_mask = ir.Constant(ir.VectorType(I32, n), [e if not e & bit else n + (e ^ bit) for e in range(n)])
+        hi_mask = ir.Constant(ir.VectorType(I32, n), [(e ^ bit) if not e & bit else n + e for e in range(n)])
+        for a in range(n):
             if a & bit:
                 continue
             out[a] = b.shuffle_vector(rows[a], rows[a | bit], lo_mask)
             out[a | bit] = b.shuffle_vector(rows[a], rows[a | bit], hi_mask)
         rows = out
+        bit *= 2
     return rows
+
+
+def transpose16(b, rows: list) -> list:
+    """The transpose of the 16 x 16 matrix whose rows are 16 vectors of 16 lanes."""
+    return transpose_square(b, rows)
 
 
 def _load16(b, base, index):
