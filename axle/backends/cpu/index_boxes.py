@@ -246,7 +246,13 @@ def _emit_ranged(ctx, shape: list, bx: list, body, work: int) -> None:
     rows: dict = {}  # the outer dimensions' ranges -> the innermost segments
     for box in bx:
         rows.setdefault(tuple(box[:-1]), []).append(box[-1])
+    whole = int(np.prod(shape, dtype=np.int64))
     for outer, segments_ in rows.items():
+        # a box holding most of the kernel is split across threads when the kernel as a
+        # whole would be (255 of 256 rows past a pad stayed serial where 256 were split)
+        vol = int(np.prod([hi - lo for lo, hi in outer], dtype=np.int64)) * sum(hi - lo for lo, hi in segments_)
+        box_work = -(-work * whole // vol) if 2 * vol >= whole else work
+
         def row(idx, outer=outer, segments_=segments_):
             full = [em.ranged_index(i, lo, hi) for i, (lo, hi) in zip(idx, outer)]
             for lo, hi in segments_:
@@ -256,9 +262,10 @@ def _emit_ranged(ctx, shape: list, bx: list, body, work: int) -> None:
         try:
             if outer:
                 ext = [hi - lo for lo, hi in outer]
-                split_loop(ctx, ext, outer_dim(ext), row, work * shape[-1])
+                split_loop(ctx, ext, outer_dim(ext), row, box_work * shape[-1])
             else:
                 for lo, hi in segments_:
-                    split_loop(ctx, [hi - lo], 0, lambda j, lo=lo, hi=hi: body([em.ranged_index(j[0], lo, hi)]), work)
+                    split_loop(ctx, [hi - lo], 0, lambda j, lo=lo, hi=hi: body([em.ranged_index(j[0], lo, hi)]),
+                               box_work)
         finally:
             em.index_ranges = saved

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import status
+from axle.backends.cpu import parallel, status
 from axle.codegen.emitter import _ty
 from axle.backends.cpu.abi import P8P, BufRef
 from axle.backends.cpu.context import Context
@@ -22,6 +22,7 @@ from axle.ir.core import Operation
 # passes took time quadratic in the depth of a loop nest within one function (200 nested
 # while loops: ~10 s), one loop per function keeps it linear
 OUTLINE_DEPTH = 6
+COPY_WORK = 4  # a copied element's weight against parallel.PARALLEL_MIN_WORK
 
 
 def _check_regions(op: Operation) -> None:
@@ -74,11 +75,10 @@ def while_(ctx: Context, op: Operation) -> None:
         # every buffer they reach is a table buffer, valid in the pool's chunk functions
         ctx._parallel_body = ctx.in_kernel_function and _table_buffers_only(ctx, op)
         ctx.emit_block(body.blocks[0], scratch_refs)
-    for r, s, dst, d in zip(op.results, scratch, carried, direct):
+    for k, (r, s, dst, d) in enumerate(zip(op.results, scratch, carried, direct)):
         if s is None or d:
             continue
-        t = _ty(r)
-        em.loop_nest(list(t.shape), lambda idx, s=s, dst=dst, t=t: _copy_elem(em, s, dst, t, idx))
+        _copy_back(ctx, _ty(r), s, dst, scratch_refs[k], refs[k])
     if ctx.host_callbacks:  # a callback raised (a custom call, a check): leave the loop now
         b.cbranch(status.failed(ctx), done, head)
     else:
@@ -209,6 +209,21 @@ def _read_before(p: Operation, arg) -> bool:
         return False
     after = body.operations[body.operations.index(p) + 1:]
     return not any(reads_arg(reads(o)) for o in after)
+
+
+def _copy_back(ctx: Context, t, src, dst, src_ref, dst_ref) -> None:
+    """Copy a body's result from its scratch buffer into the carried buffer. Split across
+    the pool like the kernels before it where both are table buffers: each thread copies
+    about the rows it wrote (the pool hands the caller the first chunks and the workers
+    the last), where one thread copying all of them read half from the other core's cache."""
+    em = ctx.em
+    if (ctx.in_kernel_function and isinstance(src_ref, BufRef) and isinstance(dst_ref, BufRef)
+            and t.shape and parallel.parallel_ok(ctx, COPY_WORK * t.num_elements)):
+        parallel.split_loop(ctx, list(t.shape), parallel.outer_dim(t.shape),
+                            lambda idx: _copy_elem(em, ctx.resolve(src_ref), ctx.resolve(dst_ref), t, idx),
+                            COPY_WORK)
+        return
+    em.loop_nest(list(t.shape), lambda idx: _copy_elem(em, src, dst, t, idx))
 
 
 def _copy_elem(em, src, dst, t, idx):

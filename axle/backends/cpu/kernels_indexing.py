@@ -28,11 +28,8 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
     operand, update = op.operands[0], op.operands[1]
     r = op.results[0]
     t, ut = _ty(r), _ty(update)
-    if not ctx.same_buffer(operand, r):  # a large copy (a KV cache) is shared across the pool
-        from axle.backends.cpu.parallel import outer_dim, split_loop
-        et, shape = t.element_type, list(t.shape)
-        split_loop(ctx, shape, outer_dim(shape), lambda idx: S.store(
-            em.b, em.value_at(operand, idx), em.element_ptr(ctx.buffer(r), et, em.linear(idx, shape)), et))
+    if not ctx.same_buffer(operand, r):
+        copy_operand(ctx, operand, r)
     b = ctx.b
     dst = ctx.buffer(r)
     starts = [_clamp(em, _start_index(em, v, []), 0, t.shape[d] - ut.shape[d]) for d, v in enumerate(op.operands[2:])]
@@ -46,6 +43,20 @@ def dynamic_update_slice(ctx: Context, op: Operation) -> None:
         S.store(b, v, em.element_ptr(dst, t.element_type, em.linear(ri, t.shape)), t.element_type, mine)
 
     em.loop_nest(list(ut.shape), body)
+
+
+def copy_operand(ctx: Context, v, r) -> None:
+    """Write every element of v (with the ops fused into it) into r's buffer, shared across
+    the pool when large: a KV cache copied before its update, the computed field a scatter
+    adds a point source to in a simulation loop."""
+    from axle.backends.cpu.costs import fused_work
+    from axle.backends.cpu.parallel import outer_dim, split_loop
+    em = ctx.em
+    t = _ty(r)
+    et, shape = t.element_type, list(t.shape)
+    work = fused_work(ctx.kernels[-1].fused) if ctx.kernels and ctx.kernels[-1].fused else 1
+    split_loop(ctx, shape, outer_dim(shape), lambda idx: S.store(
+        em.b, em.value_at(v, idx), em.element_ptr(ctx.buffer(r), et, em.linear(idx, shape)), et), work)
 
 
 def _check_scatter(op: Operation) -> None:
@@ -69,10 +80,10 @@ def scatter(ctx: Context, op: Operation) -> None:
     uwd, inserted = dn["update_window_dims"], dn["inserted_window_dims"]
     ibatch, sbatch = dn["input_batching_dims"], dn["scatter_indices_batching_dims"]
     to_operand, ivd = dn["scatter_dims_to_operand_dims"], dn["index_vector_dim"]
-    dsts = [ctx.buffer(r) for r in op.results]
-    for v, r, d in zip(inputs, op.results, dsts):
+    for v, r in zip(inputs, op.results):
         if not ctx.same_buffer(v, r):  # in place: the result took over the input's buffer
-            ctx.copy(v, d)
+            copy_operand(ctx, v, r)
+    dsts = [ctx.buffer(r) for r in op.results]
     region = op.regions[0]
 
     scatter_dims = [d for d in range(ut.rank) if d not in uwd]

@@ -63,6 +63,7 @@ from axle.codegen.scalar import I8, I64
 
 PARALLEL_MIN_WORK = 1 << 18  # elements x ops per element below which a kernel stays serial (~0.1 ms)
 CHUNKS = 16  # chunks of a split loop (fewer when the dimension is shorter)
+MAX_CHUNKS = 65535  # the pool counts claimed chunks in 16 bits
 SPIN = 2000  # pause instructions a worker spins through before sleeping (~0.1 ms): longer spins slowed the serial GEMMs that follow a split kernel (the two cores of the development VM behave like hyperthreads of one)
 SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 202, 128, 129  # x86-64 Linux
 WAIT_SLACK = 40000  # time-stamp counter cycles (~15 us): how much longer than two of its own chunks the caller spins waiting for a claimed chunk before it sleeps (waking a sleeping thread on a VM takes tens of us), and the margin of the stall test
@@ -120,7 +121,11 @@ define internal void @pause() {
   ret void
 }
 
-; run chunks of job `gen` until none is left (or a newer job replaced it)
+; run chunks of job `gen` until none is left (or a newer job replaced it). The caller
+; (wid 0) takes chunks from the front, workers from the back: where every thread runs,
+; each takes about the same rows of consecutive kernels, so data a kernel wrote stays in
+; the cache of the core that reads it next (a stencil in a loop body: 256 x 256 FDTD
+; steps 10.1 -> 7.5 ms on two threads with one shared counter)
 define internal i64 @claim(i64 %gen, i64 %wid) {
 entry:
   br label %loop
@@ -131,12 +136,22 @@ loop:
   %same = icmp eq i64 %g, %gen
   br i1 %same, label %check, label %out
 check:
-  %i = and i64 %s, 4294967295
+  ; the caller claims chunks from the front (low 16 bits: how many), workers from the
+  ; back (the next 16 bits)
+  %f = and i64 %s, 65535
+  %bk.s = lshr i64 %s, 16
+  %bk = and i64 %bk.s, 65535
   %n = load atomic i64, ptr @pool_n monotonic, align 8
-  %more = icmp ult i64 %i, %n
+  %claimed = add i64 %f, %bk
+  %more = icmp ult i64 %claimed, %n
   br i1 %more, label %try, label %out
 try:
-  %s1 = add i64 %s, 1
+  %front = icmp eq i64 %wid, 0
+  %step = select i1 %front, i64 1, i64 65536
+  %s1 = add i64 %s, %step
+  %last.i = sub i64 %n, 1
+  %back.i = sub i64 %last.i, %bk
+  %i = select i1 %front, i64 %f, i64 %back.i
   %r = cmpxchg ptr @pool_state, i64 %s, i64 %s1 acq_rel acquire
   %ok = extractvalue { i64, i1 } %r, 1
   br i1 %ok, label %run, label %retry
@@ -502,7 +517,7 @@ def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int
         else:
             emit(em.const_i64(0), em.const_i64(n))
         return
-    n_chunks = min(n, chunks or CHUNKS)
+    n_chunks = min(n, chunks or CHUNKS, MAX_CHUNKS)
 
     def body(chunk, w, frame):
         b = ctx.b
@@ -528,7 +543,7 @@ def split_parts(ctx, parts: int, work: int, frame_bytes: int, emit_part):
     parts: per-part partial results that the caller combines after this returns (the
     frame pointer is returned for that). What a part computes must not depend on the
     thread running it, so the results are the same serial or split."""
-    if parallel_ok(ctx, work) and parts > 1:
+    if parallel_ok(ctx, work) and 1 < parts <= MAX_CHUNKS:
         return _pool_call(ctx, parts, lambda chunk, w, frame: emit_part(chunk, frame), frame_bytes)
     em = ctx.em
     frame = _frame(ctx, frame_bytes)
