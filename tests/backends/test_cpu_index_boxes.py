@@ -46,7 +46,7 @@ def test_boxes_make_the_roll_stencil_vectorize(monkeypatch):
     text = jax.jit(_life).lower(g).as_text()
     exe = _fresh(text)
     ir = exe._static.optimized_ir
-    monkeypatch.setattr(index_boxes, "cuts", lambda ctx, op: None)
+    monkeypatch.setattr(index_boxes, "cuts", lambda ctx, op, chooses=None: None)
     plain = _fresh(text)
     assert "x i8>" in ir and "x i8>" not in plain._static.optimized_ir
     np.testing.assert_array_equal(exe(g), plain(g))
@@ -137,3 +137,70 @@ def test_many_boxes_of_a_large_body_keep_only_the_interior(monkeypatch):
     got = small(img)
     np.testing.assert_array_equal(got, every(img))
     np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(img)), rtol=2e-6, atol=1e-6)
+
+
+WINDOWS = [  # shape, window, strides, padding, base dilation, window dilation, reducer, init
+    ((2, 96, 80), (1, 3, 3), (1, 1, 1), "SAME", None, None, lax.max, -np.inf),
+    ((4, 33, 17, 5), (1, 3, 3, 1), (1, 2, 2, 1), "SAME", None, None, lax.max, -np.inf),
+    ((4, 33, 17, 5), (1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (2, 1), (0, 3), (0, 0)), None, None, lax.add, 0.0),
+    ((3, 40, 40), (1, 3, 5), (1, 1, 1), "SAME", None, (1, 2, 1), lax.min, np.inf),
+    ((3, 10, 12), (1, 4, 2), (1, 3, 1), ((0, 0), (1, 2), (1, 1)), None, None, lax.max, -np.inf),
+    ((64, 70), (2, 3), (1, 1), ((1, 1), (-1, 2)), None, None, lax.add, 0.0),
+    ((3, 20, 21), (1, 3, 3), (1, 1, 1), ((0, 0), (1, 1), (1, 1)), (1, 2, 1), None, lax.max, -np.inf),
+    ((5, 9), (5, 9), (1, 1), "SAME", None, None, lax.add, 0.0),
+]
+
+
+@pytest.mark.parametrize("case", range(len(WINDOWS)))
+def test_padded_small_windows_box_by_box(case, monkeypatch):
+    """reduce_window with padding and a small window (3 x 3 SAME max pooling, a grey
+    dilation) runs the interior box, whose windows lie in the input, without a test per
+    window position: the values of jax.jit (NaN propagated through max), and the same
+    bits as the per-element tests everywhere."""
+    from axle.backends.cpu import kernels_window
+    shape, win, st, pad, based, wdil, fn, init = WINDOWS[case]
+    x = np.random.default_rng(case).standard_normal(shape).astype(np.float32)
+    x.flat[::97] = np.nan if fn is lax.max else 0.0
+    f = jax.jit(lambda x: lax.reduce_window(x, np.float32(init), fn, win, st, pad, base_dilation=based,
+                                            window_dilation=wdil))
+    text = f.lower(x).as_text()
+    got = _fresh(text).execute([x])[0]
+    np.testing.assert_allclose(got, np.asarray(f(x)), rtol=1e-6, atol=1e-6)
+    monkeypatch.setattr(kernels_window, "_interior_boxes", lambda *a: False)
+    np.testing.assert_array_equal(got, _fresh(text).execute([x])[0])
+
+
+def test_grey_dilation_vectorizes_in_the_interior():
+    """The 3 x 3 max of a morphological reconstruction step: its interior loop holds
+    vector max operations (per element with a test per position it held none)."""
+    x = np.zeros((2, 192, 192), np.float32)
+    f = jax.jit(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3), (1, 1, 1), "SAME"))
+    ir = _fresh(f.lower(x).as_text())._native(((2, 192, 192),)).optimized_ir
+    assert "<16 x float>" in ir or "<8 x float>" in ir
+
+
+@pytest.mark.parametrize("form", ["roll_24", "jacobi_64"])
+def test_short_rows_of_cheap_stencils_are_cut(form, monkeypatch):
+    """Rows cut where scalar segments and tails are a quarter of a row or less (a loop
+    without transcendental functions), or wherever a concatenate chooses along the row
+    (rolls): per element, a 24-wide roll branched between two loads and a 64-wide
+    Jacobi sweep's pad test merged with the loop's exit test, and neither vectorized
+    (2-8x slower than the cut rows)."""
+    if form == "roll_24":
+        x = np.random.default_rng(1).standard_normal((300, 24)).astype(np.float32)
+        f = jax.jit(lambda x: jnp.roll(x, 1, 1) + jnp.roll(x, -1, 1) - 2 * x)
+    else:
+        x = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+
+        def f(u):
+            p = jnp.pad(u, 1)
+            return 0.25 * (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:])
+        f = jax.jit(f)
+    rows = []
+    emit = index_boxes.emit_ranged
+    monkeypatch.setattr(index_boxes, "emit_ranged",
+                        lambda ctx, shape, bx, *a: rows.extend(b[-1] for b in bx) or emit(ctx, shape, bx, *a))
+    exe = _fresh(f.lower(x).as_text())
+    assert rows and (0, x.shape[1]) not in rows  # every row cut
+    assert "x float>" in exe._native((x.shape,)).optimized_ir
+    np.testing.assert_allclose(exe.execute([x])[0], np.asarray(f(x)), rtol=1e-6, atol=1e-6)

@@ -630,8 +630,16 @@ def test_fft_writes_into_the_result_buffer(kind, monkeypatch):
     array, no copy), with the bits of the interpreter's scipy.fft route."""
     from axle.backends.cpu import kernels_fft
     used = []
-    real = kernels_fft._into
-    monkeypatch.setattr(kernels_fft, "_into", lambda *a: used.append(real(*a)) or used[-1])
+    real = kernels_fft._route
+
+    def route(*a):
+        run = real(*a)
+        assert run is not None
+        return lambda x, out: used.append(run(x, out)) or used[-1]
+    monkeypatch.setattr(kernels_fft, "_route", route)
+    monkeypatch.setattr(kernels_fft, "compute", None)  # (not called)
+    from axle.backends.cpu import executable as cpu_exe
+    cpu_exe.clear_memory_cache()  # (compiled here, with the routes above)
     text, x = fft_case(kind, 2, "f32")
     got, want = both(text, x)
     np.testing.assert_array_equal(got[0], want[0])

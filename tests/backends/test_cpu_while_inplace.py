@@ -8,6 +8,7 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
+import axle  # noqa: E402
 import axle.jax  # noqa: E402
 
 
@@ -167,3 +168,56 @@ def test_update_from_the_carry_with_the_old_value_read_later_keeps_copy():
             return new, s + a[(i + 1) % 6].sum()
         return jax.lax.fori_loop(0, 9, body, (x, jnp.float32(0)))
     _check(fn, x)
+
+
+def _stencil(x):
+    return 0.2 * x + 0.1 * (jnp.pad(x[1:] - x[:-1], ((0, 1), (0, 0))) + jnp.roll(x, 1, 1))
+
+
+@pytest.mark.parametrize("trips", [0, 1, 2, 3, 8])
+def test_carried_values_trade_buffers_with_their_scratch(trips, monkeypatch):
+    """A body result that reads its carry at other indices (a stencil) is written to a
+    scratch buffer, which then trades places with the carried one instead of being
+    copied back; after an odd number of trips the last value lies in the scratch and is
+    copied once. Carries that move to another position, a while_loop with a
+    data-dependent trip count and nested loops; the same bits as with the copies."""
+    from jax import lax
+    from axle.backends.cpu import disk_cache, kernels_control
+    from axle.backends.cpu import executable as cpu_exe
+    r = np.random.default_rng(trips)
+    a = (r.random((130, 70)) * 0.5).astype(np.float32)
+    b = r.random((130, 70)).astype(np.float32)
+    fns = [
+        lambda x, y: lax.fori_loop(0, trips, lambda i, c: _stencil(c) + y, x),
+        lambda x, y: lax.fori_loop(0, trips, lambda i, c: (_stencil(c[0]) + c[1], c[0], c[2] + 1.0), (x, y, x)),
+        lambda x, y: lax.while_loop(lambda c: c[1] < trips, lambda c: (_stencil(c[0]) + y, c[1] + 1), (x, 0))[0],
+        lambda x, y: lax.fori_loop(0, trips, lambda i, c: lax.fori_loop(0, i + 1, lambda j, d: _stencil(d) + y, c), x),
+    ]
+    for fn in fns:
+        text = jax.jit(fn).lower(a, b).as_text()
+        outs = []
+        for swap in (True, False):
+            monkeypatch.setattr(kernels_control, "SWAP_BUFFERS", swap)
+            with disk_cache.disabled():
+                cpu_exe.clear_memory_cache()
+                outs.append(axle.compile(text, backend="cpu").execute([a, b]))
+                cpu_exe.clear_memory_cache()
+        for got, plain, want in zip(outs[0], outs[1], jax.tree_util.tree_leaves(jax.jit(fn)(a, b))):
+            np.testing.assert_array_equal(got, plain)
+            np.testing.assert_allclose(got, np.asarray(want), rtol=2e-5, atol=2e-5)
+
+
+def test_a_scan_with_host_callbacks_keeps_its_status_word():
+    """The loop counter is the arena's first temporary, at the arena's base, where the
+    status word that stops a loop after a failed host callback lives: the base has a
+    buffer-table entry of its own, which no loop swaps (a scan whose step calls the FFT
+    read its status through the swapped entry and stopped after two steps)."""
+    from jax import lax
+    a0 = np.random.default_rng(0).standard_normal(512).astype(np.float32)
+
+    def f(a):
+        def step(a, _):
+            e = jnp.fft.irfft(jnp.fft.rfft(a) * 0.9, n=512)
+            return e, jnp.sum(e * e)
+        return lax.scan(step, a, None, length=6)
+    _check(f, a0, rtol=1e-5, atol=1e-4)

@@ -20,6 +20,11 @@ from axle.codegen.plans.buffers import BufferAssignment
 from axle.ir.core import Block, Value
 from axle.ir.types import TensorType
 
+# the BufRef offset of the arena's base pointer (the status word, kernel timers): in a
+# kernel's buffer array an entry of its own, apart from the temporary at offset 0, whose
+# entry a while loop may swap (kernels_control._swappable)
+ARENA_BASE = -1
+
 
 class Context:
     """Code generation state of one program: builder, emitter, arena and kernel list.
@@ -99,7 +104,7 @@ class Context:
             if base is None:
                 base = pb.load(pb.gep(self.table, [ir.Constant(I64, ref.slot)], inbounds=True))
                 self._resolved[(ref.slot, 0)] = base
-            if ref.offset == 0:
+            if ref.offset in (0, ARENA_BASE):
                 v = base
             else:
                 # an arena temporary: hide that it is `arena + offset` behind an empty asm, so
@@ -114,7 +119,7 @@ class Context:
 
     @property
     def arena(self):
-        return self.resolve(BufRef(self.arena_slot))
+        return self.resolve(BufRef(self.arena_slot, ARENA_BASE))
 
     def kernel_function(self, name: str):
         """Context manager: emit into a new function `name(buffers)`, then call it here with

@@ -33,15 +33,18 @@ MAX_BOXES = 64  # more boxes than this (many cuts in several dimensions): the in
 CODE_BUDGET = 2048  # fused operations in all the boxes' copies of the body together (more: the interior alone)
 VECTOR = 8  # elements of a vector (f32 on AVX2) for the innermost dimension's cuts
 SCALAR_SHARE = 16  # ...cut only while at most 1/16 of a row is left to scalar segments and tails
+SCALAR_SHARE_CHEAP = 4  # 1/4 where the loop computes no transcendental function (choosing per element kept a stencil's rows scalar: LLVM threads a pad's upper bound test into the loop's exit)
 MAX_VISITS = 4096  # (op, index map) pairs followed; a huge fused DAG is not cut
 
 
-def cuts(ctx, op: Operation) -> Optional[list]:
+def cuts(ctx, op: Operation, chooses: Optional[set] = None) -> Optional[list]:
     """Per dimension of op's loop, the sorted positions (0 < p < extent) where a fused
     concatenate or pad read at an offset of that dimension changes what it reads; None
-    when there are none."""
+    when there are none. `chooses`, when given, gets the loop dimensions where a
+    concatenate changes operands."""
     shape = list(_ty(op.results[0]).shape)
     found = [set() for _ in shape]
+    chooses = set() if chooses is None else chooses
     seen: set = set()
     # per dimension of a value read: (loop dimension L, offset c, lo, hi): the value's index
     # there is loop_index[L] + c, read only while loop_index[L] is in [lo, hi); or None
@@ -79,6 +82,7 @@ def cuts(ctx, op: Operation) -> Optional[list]:
                 else:
                     cut(m[dim], off)
                     cut(m[dim], off + n)
+                    chooses.add(m[dim][0])
                     push(v, m[:dim] + (within(m[dim], off, n),) + m[dim + 1:])
                 off += n
         elif name == "stablehlo.pad":
@@ -135,28 +139,41 @@ def _unit_reshape(m, out_shape: list, in_shape: list):
     return om
 
 
-def segments(shape: list, found: list) -> list:
+def segments(shape: list, found: list, share: int = SCALAR_SHARE) -> list:
     """Per dimension, the segments [(lo, hi)] its cuts make. The innermost dimension is cut
-    only where its segments keep it vectorized: at most 1/SCALAR_SHARE of a row left to
-    scalar code (segments shorter than a vector, and each segment's tail). Rows of 3 (a
-    cross product's components) or a column of padding before 63 (a scan's shift) are
-    cheaper choosing per element, which LLVM vectorizes with selects and masked loads for f32."""
+    only where its segments keep it vectorized: at most 1/share of a row left to scalar
+    code (segments shorter than a vector, and each segment's tail). Rows of 3 (a cross
+    product's components) or a column of padding before 63 under an exp (a scan's shift)
+    are cheaper choosing per element, which LLVM vectorizes with selects and masked f32
+    loads where it can; `share` is SCALAR_SHARE_CHEAP for loops without transcendental
+    functions, whose scalar tails cost little, and 1 where a concatenate chooses along the
+    innermost dimension (a roll: per element, branches between two loads that LLVM does
+    not vectorize, 2-8x slower than the cut row)."""
     out = []
     for d, (n, f) in enumerate(zip(shape, found)):
         edges = [0] + list(f) + [n]
         segs = [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
         if d == len(shape) - 1 and len(segs) > 1:
             scalar = sum((b - a) % VECTOR for a, b in segs)
-            if scalar * SCALAR_SHARE > n:
+            if scalar * share > n:
                 segs = [(0, n)]
         out.append(segs)
     return out
 
 
-def boxes(shape: list, found: list) -> Optional[list]:
+def scalar_share(ops, concatenates: bool) -> int:
+    """segments' share for a loop computing `ops`; `concatenates`: a concatenate chooses
+    along its innermost dimension."""
+    from axle.backends.cpu.costs import TRANSCENDENTAL
+    if concatenates:
+        return 1
+    return SCALAR_SHARE if any(o.name in TRANSCENDENTAL for o in ops) else SCALAR_SHARE_CHEAP
+
+
+def boxes(shape: list, found: list, share: int = SCALAR_SHARE) -> Optional[list]:
     """The boxes [(lo, hi) per dimension] that the cuts make of `shape` (`segments`), or
     None when there would be more than MAX_BOXES (or only one)."""
-    segs_ = segments(shape, found)
+    segs_ = segments(shape, found, share)
     if int(np.prod([len(s) for s in segs_], dtype=np.int64)) > MAX_BOXES:
         return None
     if all(len(segs) == 1 for segs in segs_):
@@ -167,10 +184,10 @@ def boxes(shape: list, found: list) -> Optional[list]:
     return out
 
 
-def interior(shape: list, found: list) -> Optional[tuple]:
+def interior(shape: list, found: list, share: int = SCALAR_SHARE) -> Optional[tuple]:
     """(the box of every dimension's longest segment, the slabs around it [(lo, hi) per
     dimension]: at most two per cut dimension), or None when nothing is cut."""
-    segs_ = segments(shape, found)
+    segs_ = segments(shape, found, share)
     if all(len(segs) == 1 for segs in segs_):
         return None
     box = [max(segs, key=lambda s: s[1] - s[0]) for segs in segs_]
@@ -196,19 +213,22 @@ def emit_boxes(ctx, op: Operation, body, work: int) -> bool:
     shape = list(t.shape)
     if not shape or not t.is_static:
         return False
-    found = cuts(ctx, op)
+    chooses: set = set()
+    found = cuts(ctx, op, chooses)
     if not found:
         return False
-    n_ops = len(ctx.kernels[-1].fused) + 1 if ctx.kernels else 1
-    bx = boxes(shape, found)
+    ops = [*ctx.kernels[-1].fused, op] if ctx.kernels else [op]
+    n_ops = len(ops)
+    share = scalar_share(ops, len(shape) - 1 in chooses)
+    bx = boxes(shape, found, share)
     if bx and len(bx) * n_ops <= CODE_BUDGET:
-        _emit_ranged(ctx, shape, bx, body, work)
+        emit_ranged(ctx, shape, bx, body, work)
         return True
-    inner = interior(shape, found)
+    inner = interior(shape, found, share)
     if inner is None:
         return False
     box, rest = inner
-    _emit_ranged(ctx, shape, [box], body, work)
+    emit_ranged(ctx, shape, [box], body, work)
     em = ctx.em
     c64 = em.const_i64
 
@@ -239,7 +259,7 @@ def emit_boxes(ctx, op: Operation, body, work: int) -> bool:
     return True
 
 
-def _emit_ranged(ctx, shape: list, bx: list, body, work: int) -> None:
+def emit_ranged(ctx, shape: list, bx: list, body, work: int) -> None:
     """The boxes bx, each loop index known to lie in its box's range (emitter.ranged_index)."""
     from axle.backends.cpu.parallel import outer_dim, split_loop
     em = ctx.em

@@ -1,19 +1,24 @@
 """Control flow of the CPU backend: while, if and case, compiled into branches of the
 one entry function. Loop-carried values live in the while op's result buffers; a body
-iteration writes its results to scratch buffers first and copies them back, so every
-carried value is read from the previous iteration (the spec's parallel assignment).
-A value the body passes through unchanged (`return ..., %arg_k, ...` at position k: loop
+iteration writes its results to scratch buffers first, so every carried value is read
+from the previous iteration (the spec's parallel assignment). In a kernel's own function
+the carried and scratch buffers then trade places (their entries in the kernel's buffer
+table are swapped: one copy after the loop at most); elsewhere the scratch is copied
+back. A result the body can write into its carried buffer directly (an elementwise
+update reading the carry only at its own index, a scan's dynamic_update_slice) has no
+scratch. A value the body passes through unchanged (`return ..., %arg_k, ...` at position k: loop
 invariants such as the weights of a scan) stays in its buffer: no scratch, no copies.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from axle.backends.cpu import parallel, status
+from axle.backends.cpu import status
 from axle.codegen.emitter import _ty
 from axle.backends.cpu.abi import P8P, BufRef
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import check_supported, is_elementwise, kernel
+from axle.codegen.plans.arena import nbytes
 from axle.codegen.plans.graph import free_values, reads
 from axle.ir.core import Operation
 
@@ -22,7 +27,7 @@ from axle.ir.core import Operation
 # passes took time quadratic in the depth of a loop nest within one function (200 nested
 # while loops: ~10 s), one loop per function keeps it linear
 OUTLINE_DEPTH = 6
-COPY_WORK = 4  # a copied element's weight against parallel.PARALLEL_MIN_WORK
+SWAP_BUFFERS = True  # carried values trade buffers with their scratch (_swappable)
 
 
 def _check_regions(op: Operation) -> None:
@@ -56,8 +61,10 @@ def while_(ctx: Context, op: Operation) -> None:
     head = b.append_basic_block("while.cond")
     loop = b.append_basic_block("while.body")
     done = b.append_basic_block("while.end")
+    swaps = _swappable(ctx, op, refs, scratch_refs, tokens)
     b.branch(head)
     b.position_at_end(head)
+    current = _swap_enter(ctx, swaps)
     (pred,) = ctx.emit_block(cond.blocks[0])
     b.cbranch(em.value_at(pred, []), loop, done)
     b.position_at_end(loop)
@@ -76,14 +83,17 @@ def while_(ctx: Context, op: Operation) -> None:
         ctx._parallel_body = ctx.in_kernel_function and _table_buffers_only(ctx, op)
         ctx.emit_block(body.blocks[0], scratch_refs)
     for k, (r, s, dst, d) in enumerate(zip(op.results, scratch, carried, direct)):
-        if s is None or d:
+        if s is None or d or k in swaps:
             continue
-        _copy_back(ctx, _ty(r), s, dst, scratch_refs[k], refs[k])
+        t = _ty(r)
+        em.loop_nest(list(t.shape), lambda idx, s=s, dst=dst, t=t: _copy_elem(em, s, dst, t, idx))
+    _swap_step(ctx, swaps, current)
     if ctx.host_callbacks:  # a callback raised (a custom call, a check): leave the loop now
         b.cbranch(status.failed(ctx), done, head)
     else:
         b.branch(head)
     b.position_at_end(done)
+    _swap_exit(ctx, swaps)
     for tok in tokens:
         if tok is not None:
             ctx.release(tok)
@@ -211,19 +221,61 @@ def _read_before(p: Operation, arg) -> bool:
     return not any(reads_arg(reads(o)) for o in after)
 
 
-def _copy_back(ctx: Context, t, src, dst, src_ref, dst_ref) -> None:
-    """Copy a body's result from its scratch buffer into the carried buffer. Split across
-    the pool like the kernels before it where both are table buffers: each thread copies
-    about the rows it wrote (the pool hands the caller the first chunks and the workers
-    the last), where one thread copying all of them read half from the other core's cache."""
-    em = ctx.em
-    if (ctx.in_kernel_function and isinstance(src_ref, BufRef) and isinstance(dst_ref, BufRef)
-            and t.shape and parallel.parallel_ok(ctx, COPY_WORK * t.num_elements)):
-        parallel.split_loop(ctx, list(t.shape), parallel.outer_dim(t.shape),
-                            lambda idx: _copy_elem(em, ctx.resolve(src_ref), ctx.resolve(dst_ref), t, idx),
-                            COPY_WORK)
-        return
-    em.loop_nest(list(t.shape), lambda idx: _copy_elem(em, src, dst, t, idx))
+def _swappable(ctx: Context, op: Operation, refs: list, scratch_refs: list, tokens: list) -> dict:
+    """The carried values that trade buffers with their scratch each iteration instead of
+    being copied back (k -> (carried key, scratch key, carried table index, scratch table
+    index, carried pointer, scratch pointer)): those with a scratch buffer, in a kernel's
+    own function, both buffers table buffers. The kernel's buffer table is its own array
+    (context._call_kernel), so the loop swaps the two entries after each iteration; the
+    loop's code and the pool's chunk functions load the pointers from it (a stencil's
+    new field, which reads its neighbours, written over the field of two iterations ago
+    and no copy of the whole field per step)."""
+    if not SWAP_BUFFERS or ctx._kargs is None:
+        return {}
+    found = {}
+    for k, r in enumerate(op.results):
+        c, s = refs[k], scratch_refs[k]
+        if tokens[k] is None or not isinstance(c, BufRef) or not isinstance(s, BufRef) or not _ty(r).is_static:
+            continue
+        oc, os_ = ctx.resolve(c), ctx.resolve(s)  # (the entries as the kernel was called)
+        kc, ks = (c.slot, c.offset), (s.slot, s.offset)
+        found[k] = (kc, ks, ctx._kargs[kc], ctx._kargs[ks], oc, os_, _ty(r))
+    return found
+
+
+def _entry(ctx: Context, i: int):
+    return ctx.b.gep(ctx.table, [ir.Constant(ir.IntType(64), i)], inbounds=True)
+
+
+def _swap_enter(ctx: Context, swaps: dict) -> dict:
+    """At the top of each iteration: the carried and scratch pointers from the table, used
+    by everything emitted in this function until the loop ends."""
+    current = {}
+    for k, (kc, ks, ic, is_, _, _, _) in swaps.items():
+        current[k] = (ctx.b.load(_entry(ctx, ic)), ctx.b.load(_entry(ctx, is_)))
+        ctx._resolved[kc], ctx._resolved[ks] = current[k]
+    return current
+
+
+def _swap_step(ctx: Context, swaps: dict, current: dict) -> None:
+    for k, (kc, ks, ic, is_, _, _, _) in swaps.items():
+        c, s = current[k]
+        ctx.b.store(s, _entry(ctx, ic))
+        ctx.b.store(c, _entry(ctx, is_))
+
+
+def _swap_exit(ctx: Context, swaps: dict) -> None:
+    """After the loop: where the last value lies in the scratch buffer, one copy into the
+    carried one; the table entries as they were."""
+    b = ctx.b
+    for k, (kc, ks, ic, is_, oc, os_, t) in swaps.items():
+        ctx._resolved[kc], ctx._resolved[ks] = oc, os_
+        cur = b.load(_entry(ctx, ic))
+        with b.if_then(b.icmp_unsigned("!=", b.ptrtoint(cur, ir.IntType(64)), b.ptrtoint(oc, ir.IntType(64)))):
+            memcpy = ctx.mod.declare_intrinsic("llvm.memcpy", [oc.type, cur.type, ir.IntType(64)])
+            b.call(memcpy, [oc, cur, ir.Constant(ir.IntType(64), nbytes(t)), ir.Constant(ir.IntType(1), 0)])
+        b.store(oc, _entry(ctx, ic))
+        b.store(os_, _entry(ctx, is_))
 
 
 def _copy_elem(em, src, dst, t, idx):

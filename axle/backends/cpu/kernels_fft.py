@@ -42,11 +42,31 @@ def _check(op: Operation) -> None:
         raise Unsupported(f"{op.where()}: fft over {len(lengths)} dimensions of a rank-{it.rank} operand")
 
 
+VIEWS = 64  # buffer views kept per process (a loop's FFTs find theirs again every trip)
+_views: dict = {}  # (address, shape, dtype) -> the array viewing it
+
+
 def _view(ptr: int, shape, dtype) -> np.ndarray:
-    dt = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64))
-    buf = (ctypes.c_char * max(n * dt.itemsize, 1)).from_address(ptr)
-    return np.frombuffer(buf, dtype=dt, count=n).reshape(shape)
+    """The buffer at `ptr` as an array. The views of the last VIEWS buffers are kept: a
+    loop calls its FFTs on the same arena buffers every trip, and making a view (a ctypes
+    type, frombuffer, reshape) cost more than a small transform. A kept view is only
+    used when compiled code passes its address again, so the memory is live then."""
+    key = (ptr, shape, dtype)
+    v = _views.get(key)
+    if v is None:
+        dt = np.dtype(dtype)
+        n = 1
+        for d in shape:
+            n *= d
+        buf = (ctypes.c_char * max(n * dt.itemsize, 1)).from_address(ptr)
+        v = np.frombuffer(buf, dtype=dt, count=n).reshape(shape)
+        if len(_views) >= VIEWS:
+            try:  # (another thread's callback may change the table meanwhile)
+                _views.pop(next(iter(_views)), None)
+            except (RuntimeError, StopIteration):
+                pass
+        _views[key] = v
+    return v
 
 
 def compute(fft_type: str, lengths: list, x: np.ndarray, out_shape, out_dtype) -> np.ndarray:
@@ -89,54 +109,72 @@ def _threads(x: np.ndarray, n: int) -> int:
 def _pocketfft():
     """scipy's pocketfft binding (what scipy.fft calls), whose functions write into a given
     `out` array; None when this SciPy does not have it."""
-    try:
-        from scipy.fft._pocketfft import pypocketfft
-    except ImportError:
-        return None
-    return pypocketfft
+    if "pocketfft" not in _BINDING:
+        try:
+            from scipy.fft._pocketfft import pypocketfft
+        except ImportError:
+            pypocketfft = None
+        _BINDING["pocketfft"] = pypocketfft
+    return _BINDING["pocketfft"]
 
 
-def _into(fft_type: str, lengths: list, x: np.ndarray, out: np.ndarray) -> bool:
-    """The transform written straight into `out` (the result buffer) by the routine
-    scipy.fft's rfftn / fftn / ifftn / irfftn call, with their normalization: the same
-    bits, without a result array of SciPy's own to allocate (fresh pages every call) and
-    copy. False when it does not apply (the caller goes through compute)."""
+_BINDING: dict = {}
+
+
+def _route(fft_type: str, lengths: list, ishape: tuple, idt, oshape: tuple, odt):
+    """`run(x, out)` writing the transform straight into `out` (the result buffer) by the
+    routine scipy.fft's rfftn / fftn / ifftn / irfftn call, with their normalization: the
+    same bits, without a result array of SciPy's own to allocate (fresh pages every call)
+    and copy; None when it does not apply (the callback goes through compute). Decided
+    once per call site: a loop's small transforms spent more time in the checks and
+    views around the call than in pocketfft."""
     p = _pocketfft()
     n = len(lengths)
-    if p is None or x.size == 0 or out.size == 0:
-        return False
-    narrow = out.dtype in (np.dtype(np.float32), np.dtype(np.complex64))
-    axes = list(range(x.ndim - n, x.ndim))
-    workers = _threads(x, n)
-    try:
-        with np.errstate(all="ignore"):
-            if fft_type == "RFFT":
-                if list(x.shape[-n:]) != list(lengths):
-                    return False
-                p.r2c(x.astype(np.float32 if narrow else np.float64, copy=False), axes=axes, forward=True,
-                      inorm=0, out=out, nthreads=workers)
-            elif fft_type in ("FFT", "IFFT"):
-                if list(x.shape[-n:]) != list(lengths):
-                    return False
-                p.c2c(x.astype(np.complex64 if narrow else np.complex128, copy=False), axes=axes,
-                      forward=fft_type == "FFT", inorm=0 if fft_type == "FFT" else 2, out=out, nthreads=workers)
-            else:  # IRFFT
-                if list(out.shape[-n:]) != list(lengths) or x.shape[-1] != lengths[-1] // 2 + 1 \
-                        or list(x.shape[-n:-1]) != list(lengths[:-1]):
-                    return False
-                p.c2r(x.astype(np.complex64 if narrow else np.complex128, copy=False), axes=axes,
-                      lastsize=lengths[-1], forward=False, inorm=2, out=out, nthreads=workers)
-    except (TypeError, ValueError, RuntimeError):  # a binding that changed: the public route
-        return False
-    return True
+    size = int(np.prod(ishape, dtype=np.int64))
+    if p is None or size == 0 or int(np.prod(oshape, dtype=np.int64)) == 0:
+        return None
+    narrow = np.dtype(odt) in (np.dtype(np.float32), np.dtype(np.complex64))
+    axes = list(range(len(ishape) - n, len(ishape)))
+    workers = 1 if size < THREADS_MIN_ELEMENTS or len(ishape) <= n else None
+    if fft_type == "RFFT":
+        want = np.dtype(np.float32 if narrow else np.float64)
+        if list(ishape[-n:]) != list(lengths):
+            return None
+        call = lambda x, out, w: p.r2c(x, axes=axes, forward=True, inorm=0, out=out, nthreads=w)  # noqa: E731
+    elif fft_type in ("FFT", "IFFT"):
+        want = np.dtype(np.complex64 if narrow else np.complex128)
+        if list(ishape[-n:]) != list(lengths):
+            return None
+        fwd, norm = fft_type == "FFT", 0 if fft_type == "FFT" else 2
+        call = lambda x, out, w: p.c2c(x, axes=axes, forward=fwd, inorm=norm, out=out, nthreads=w)  # noqa: E731
+    else:  # IRFFT
+        want = np.dtype(np.complex64 if narrow else np.complex128)
+        if list(oshape[-n:]) != list(lengths) or ishape[-1] != lengths[-1] // 2 + 1 \
+                or list(ishape[-n:-1]) != list(lengths[:-1]):
+            return None
+        last = lengths[-1]
+        call = lambda x, out, w: p.c2r(x, axes=axes, lastsize=last, forward=False, inorm=2,  # noqa: E731
+                                       out=out, nthreads=w)
+    convert = np.dtype(idt) != want
+
+    def run(x, out) -> bool:
+        if convert:  # (a conversion may warn: pocketfft itself sets no flags numpy reports)
+            with np.errstate(all="ignore"):
+                x = x.astype(want)
+        try:
+            call(x, out, workers or _threads(x, n))
+        except (TypeError, ValueError, RuntimeError):  # a binding that changed: the public route
+            return False
+        return True
+    return run
 
 
 def _host(plan: tuple, table) -> None:
-    """plan: (fft_type, lengths, in shape/dtype, out shape/dtype)."""
-    fft_type, lengths, (ishape, idt), (oshape, odt) = plan
+    """plan: (fft_type, lengths, in shape/dtype, out shape/dtype, _route's function or None)."""
+    fft_type, lengths, (ishape, idt), (oshape, odt), run = plan
     x = _view(table[0], ishape, idt)
     out = _view(table[1], oshape, odt)
-    if not _into(fft_type, lengths, x, out):
+    if run is None or not run(x, out):
         np.copyto(out, compute(fft_type, lengths, x, oshape, odt))
 
 
@@ -151,8 +189,9 @@ def emit_fft(ctx: Context, op: Operation) -> None:
     ctx.host_ops.append(op.name)
     ctx.mark_library("pocketfft")
     it, ot = _ty(op.operands[0]), _ty(op.results[0])
-    plan = (str(op.attr("fft_type")), [int(n) for n in op.attr("fft_length")],
-            (tuple(it.shape), np.dtype(it.dtype)), (tuple(ot.shape), np.dtype(ot.dtype)))
+    fft_type, lengths = str(op.attr("fft_type")), [int(n) for n in op.attr("fft_length")]
+    ins, outs = (tuple(it.shape), np.dtype(it.dtype)), (tuple(ot.shape), np.dtype(ot.dtype))
+    plan = (fft_type, lengths, ins, outs, _route(fft_type, lengths, *ins, *outs))
     key = _CALLBACK.register(plan)
     v = op.operands[0]
     if ctx.has_buffer(v):

@@ -50,13 +50,20 @@ def copy_operand(ctx: Context, v, r) -> None:
     the pool when large: a KV cache copied before its update, the computed field a scatter
     adds a point source to in a simulation loop."""
     from axle.backends.cpu.costs import fused_work
+    from axle.backends.cpu.index_boxes import emit_boxes
     from axle.backends.cpu.parallel import outer_dim, split_loop
     em = ctx.em
     t = _ty(r)
     et, shape = t.element_type, list(t.shape)
     work = fused_work(ctx.kernels[-1].fused) if ctx.kernels and ctx.kernels[-1].fused else 1
-    split_loop(ctx, shape, outer_dim(shape), lambda idx: S.store(
-        em.b, em.value_at(v, idx), em.element_ptr(ctx.buffer(r), et, em.linear(idx, shape)), et), work)
+
+    def body(idx):
+        S.store(em.b, em.value_at(v, idx), em.element_ptr(ctx.buffer(r), et, em.linear(idx, shape)), et)
+    o = getattr(v, "owner", None)
+    if isinstance(o, Operation) and not ctx.has_buffer(v) and len(o.results) == 1 and t.is_static \
+            and emit_boxes(ctx, o, body, work):  # a fused stencil: box by box, as loop kernels run
+        return
+    split_loop(ctx, shape, outer_dim(shape), body, work)
 
 
 def _check_scatter(op: Operation) -> None:

@@ -37,7 +37,7 @@ def reduce_window(ctx: Context, op: Operation) -> None:
     inside = [base[d] == 1 and pad_lo[d] == 0 and
               (out_ts[0].shape[d] - 1) * strides[d] + (wdims[d] - 1) * wdil[d] < it.shape[d] for d in range(rank)]
 
-    def body(oidx):
+    def body(oidx, inside=inside):
         acc = Accumulators(ctx, op, inits)
 
         def window(widx):
@@ -46,8 +46,11 @@ def reduce_window(ctx: Context, op: Operation) -> None:
             src = []
             for d in range(rank):
                 if inside[d]:
-                    src.append(oidx[d] if wdims[d] == 1 and strides[d] == 1 else
-                               b.add(b.mul(oidx[d], em.const_i64(strides[d])), b.mul(widx[d], em.const_i64(wdil[d]))))
+                    if wdims[d] == 1 and strides[d] == 1 and pad_lo[d] == 0:
+                        src.append(oidx[d])
+                    else:
+                        src.append(b.sub(b.add(b.mul(oidx[d], em.const_i64(strides[d])),
+                                               b.mul(widx[d], em.const_i64(wdil[d]))), em.const_i64(pad_lo[d])))
                     continue
                 p = b.sub(b.add(b.mul(oidx[d], em.const_i64(strides[d])), b.mul(widx[d], em.const_i64(wdil[d]))),
                           em.const_i64(pad_lo[d]))
@@ -84,7 +87,41 @@ def reduce_window(ctx: Context, op: Operation) -> None:
         _reduce_window_tiled(ctx, op, inputs, inits, it, out_ts, wdims, strides, base, wdil, pad_lo, inside,
                              window_size)
         return
+    if not all(inside) and _interior_boxes(ctx, it, shape, wdims, strides, base, wdil, pad_lo, body, window_size):
+        return
     split_loop(ctx, shape, outer_dim(shape), body, window_size)
+
+
+def _interior_boxes(ctx: Context, it, shape: list, wdims, strides, base, wdil, pad_lo, body, window_size: int) -> bool:
+    """Padded windows (3 x 3 SAME max pooling, a dilation step of morphological
+    reconstruction) box by box: in the interior box, where every window position lies in
+    the input, the window is unrolled without a test per position and the loop
+    vectorizes across results; the slabs around it keep the tests. False (nothing
+    emitted) when no dimension has an interior."""
+    from axle.backends.cpu.index_boxes import SCALAR_SHARE_CHEAP, emit_ranged, interior
+    rank = len(shape)
+    inner = []  # per dimension the results whose windows lie in the input, or None
+    for d in range(rank):
+        if base[d] != 1:
+            inner.append(None)
+            continue
+        lo = max(0, -(-pad_lo[d] // strides[d]))
+        hi = min(shape[d], (it.shape[d] - 1 + pad_lo[d] - (wdims[d] - 1) * wdil[d]) // strides[d] + 1)
+        inner.append((lo, hi) if hi > lo else None)
+    if all(r is None for r in inner):
+        return False
+    found = [[c for c in r if 0 < c < n] if r is not None else [] for r, n in zip(inner, shape)]
+    cut = interior(shape, found, SCALAR_SHARE_CHEAP)  # (the window's reducer: no transcendental)
+    if cut is None:
+        return False
+    box, rest = cut
+
+    def flags(bx):
+        return [r is not None and r[0] <= lo and hi <= r[1] for r, (lo, hi) in zip(inner, bx)]
+    emit_ranged(ctx, shape, [box], lambda idx: body(idx, flags(box)), window_size)
+    for slab in rest:
+        emit_ranged(ctx, shape, [slab], lambda idx, slab=slab: body(idx, flags(slab)), window_size)
+    return True
 
 
 TILED_MIN_WINDOW = 16  # windows up to this size: per output element (LLVM unrolls the window, vectorizes across outputs)
