@@ -11,7 +11,29 @@ import torch
 from axle.torch.dtypes import MLIR_TO_TORCH, TORCH_TO_MLIR, is_float
 from axle.torch.emitter import Emitter, V
 
-RULES: dict = {}
+class _Rules(dict):
+    """op overload -> rule. An op that torch defines only once some module is imported
+    (inductor's prims.fma, which its optimizer decompositions emit) is registered by
+    name in `by_name` ("prims.fma.default"): importing that module here cost seconds."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_name: dict = {}
+
+    def __missing__(self, op):
+        fn = self.by_name.get(str(op))
+        if fn is None:
+            raise KeyError(op)
+        return fn
+
+    def __contains__(self, op) -> bool:
+        return dict.__contains__(self, op) or str(op) in self.by_name
+
+    def get(self, op, default=None):
+        return self[op] if op in self else default
+
+
+RULES = _Rules()
 aten = torch.ops.aten
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from axle.torch.dtypes import COMPLEX
-from axle.torch.registry import (V, aten, is_float, opmath, promote, rule, shape_of,
+from axle.torch.registry import (RULES, V, aten, is_float, opmath, promote, rule, shape_of,
                                  value)
 
 
@@ -311,3 +311,17 @@ def _elu(em, out, a, alpha=1.0, scale=1.0, input_scale=1.0):
     neg = em.binary("multiply", c(alpha), em.unary("exponential_minus_one", em.binary("multiply", x, c(input_scale))))
     y = em.select(em.compare("GT", x, c(0)), x, neg)
     return em.convert(y if scale == 1 else em.binary("multiply", y, c(scale)), out[1])
+
+
+def _fma(em, out, a, b, c):
+    """a * b + c rounded once (inductor's prims.fma): f32 through f64, where the product of
+    two f32 values is exact (then two roundings of the sum, as close as StableHLO gets)."""
+    dtype = out[1]
+    wide = "f64" if dtype == "f32" else dtype
+    spec = (out[0], wide)
+    prod = RULES[aten.mul.Tensor](em, spec, value(em, a, wide), value(em, b, wide))
+    r = RULES[aten.add.Tensor](em, spec, prod, value(em, c, wide))
+    return em.convert(r, dtype) if wide != dtype else r
+
+
+RULES.by_name["prims.fma.default"] = _fma

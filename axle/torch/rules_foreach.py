@@ -83,3 +83,10 @@ for _variant in ("Scalar", "List", "ScalarList"):
     _overload = getattr(aten._foreach_lerp, _variant, None)
     if _overload is not None:
         rule(_overload)(lambda em, out, *a, **k: _each(em, out, a, k, _lerp_one))
+
+
+@rule(aten._foreach_norm.Scalar)
+def _foreach_norm(em, out, tensors, ord=2, dtype=None):
+    """Each tensor's vector norm (clip_grad_norm_'s per-parameter norms)."""
+    return [_call(aten.linalg_vector_norm.default, em, spec, x, ord, None, False, dtype=dtype)
+            for spec, x in zip(out, tensors)]

@@ -676,3 +676,62 @@ def test_repeat_and_replication_pad_backward(dtype):
             ops["pad3d_backward"] = lambda x, v: aten.replication_pad3d_backward.default(
                 aten.replication_pad3d.default(v, [1, 1, 2, 0, 0, 3]) * 0.5, v, [1, 1, 2, 0, 0, 3])
     check(run_both(ops, [x, v]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_lu_eigh_svd_householder(dtype):
+    """torch.linalg through LAPACK's custom calls (rules_lapack.py): slogdet and det (a
+    negative determinant, a row exchange), solve (matrix and vector right-hand sides, a
+    batch broadcast), inv, lu_factor with lu_solve (left / right, adjoint), eigh (both
+    triangles), svd (reduced, full, values only: compared through U S Vh and the values),
+    householder_product, _foreach_norm."""
+    a = rand((2, 5, 5), dtype, -1, 1) + 2 * torch.eye(5, dtype=dtype)
+    a[1, [0, 3]] = a[1, [3, 0]]  # a row exchange: det's sign flips
+    b = rand((2, 5, 3), dtype, seed=1)
+    v = rand((2, 5), dtype, seed=2)
+    s = a @ a.mT
+    w = rand((2, 6, 4), dtype, seed=3)
+    tol = 1e-4 if dtype == torch.float32 else 1e-9
+
+    def lu(x):
+        return aten.linalg_lu_factor_ex.default(x)[:2]
+    ops = {
+        "slogdet": lambda a, b, v, s, w: aten._linalg_slogdet.default(a)[:2],
+        "det": lambda a, b, v, s, w: aten._linalg_det.default(a)[0],
+        "solve": lambda a, b, v, s, w: (aten._linalg_solve_ex.default(a, b)[0],
+                                        aten._linalg_solve_ex.default(a, v)[0],
+                                        aten._linalg_solve_ex.default(a[0], b)[0],
+                                        aten._linalg_solve_ex.default(a, b[0])[0],
+                                        aten.linalg_lu_solve.default(*lu(a), b[0]),
+                                        aten._linalg_solve_ex.default(a, b.mT, left=False)[0]),
+        "inv": lambda a, b, v, s, w: aten.linalg_inv_ex.default(a)[0],
+        "lu_solve": lambda a, b, v, s, w: tuple(
+            aten.linalg_lu_solve.default(*lu(a), x, left=left, adjoint=adj)
+            for x, left in ((b, True), (b.mT, False)) for adj in (False, True)),
+        "eigh_values": lambda a, b, v, s, w: (aten._linalg_eigh.default(s, "L", False)[0],
+                                              aten._linalg_eigh.default(s, "U", True)[0]),
+        "eigh_projector": lambda a, b, v, s, w: (lambda q: q @ q.mT)(aten._linalg_eigh.default(s)[1][..., 2:]),
+        "svd": lambda a, b, v, s, w: tuple(
+            (lambda u, sv, vh: (u[..., :, :4] * sv[..., None, :]) @ vh[..., :4, :])(*aten._linalg_svd.default(w, full))
+            for full in (False, True)) + (aten._linalg_svd.default(w, compute_uv=False)[1],),
+        "householder": lambda a, b, v, s, w: aten.linalg_householder_product.default(w, w[:, 0, :3] * 0.3),
+        "foreach_norm": lambda a, b, v, s, w: tuple(aten._foreach_norm.Scalar([a, b, w], 2)),
+    }
+    results = run_both(ops, [a, b, v, s, w])
+    for name, (got, want) in results.items():
+        for g, x in zip(got, want):
+            torch.testing.assert_close(g, x, rtol=tol, atol=tol * max(1.0, float(x.abs().max())), msg=name)
+
+
+def test_inductor_fma_prim():
+    """prims.fma (inductor's decomposition of the foreach optimizers emits it; torch
+    defines it only once torch._inductor.inductor_prims is imported): a * b + c without
+    rounding the product, as its definition says and inductor's code computes it (its
+    eager form rounds twice: one element here differs from it by an ulp)."""
+    import torch._inductor.inductor_prims  # noqa: F401
+    a, b, c = rand((64,), torch.float32), rand((64,), torch.float32, seed=1), rand((64,), torch.float32, seed=2)
+    results = run_both({"fma": lambda a, b, c: torch.ops.prims.fma.default(a, b, c)}, [a, b, c])
+    (got,), (eager,) = results["fma"]
+    exact = (a.double() * b.double() + c.double()).float()
+    torch.testing.assert_close(got, exact, rtol=0, atol=0)
+    torch.testing.assert_close(got, eager, rtol=2e-7, atol=3e-7)

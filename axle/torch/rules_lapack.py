@@ -1,0 +1,234 @@
+"""LU, symmetric eigendecompositions, SVD and Householder products: torch.linalg through the
+LAPACK custom calls JAX emits on the CPU (`lapack_sgetrf_ffi`, `lapack_ssyevd_ffi`,
+`lapack_sgesdd_ffi`, `lapack_sorgqr_ffi`), which axle's CPU backend calls natively and its
+interpreter runs the same way (axle/interpreter/lapack_builders.py): slogdet and det (a
+Glow-style invertible 1x1 convolution), solve, inv, lu_factor / lu_solve (their
+backward graphs), eigh (ZCA whitening), svd (Procrustes alignment), the orthogonal
+parametrization's householder_product.
+
+The custom calls take and give logical (row-major) tensors here: axle moves them to and
+from LAPACK's column-major order itself. Pivots are LAPACK's (1-based, int32), as torch's
+are. Real types only; complex inputs stay eager (Unsupported). Like torch.linalg.cholesky
+(rules_linalg.py) the error `info` is reported as 0: a singular matrix gives what LAPACK
+leaves (infinities, NaNs), as in XLA."""
+from __future__ import annotations
+
+from axle.torch.registry import RULES, Unsupported, V, aten, rule, shape_of
+from axle.torch.rules_linalg import _trsm
+
+_PREFIX = {"f32": "s", "f64": "d"}
+
+
+def _lapack(em, routine: str, operands: list, results: list, config: str = "") -> list:
+    """One jaxlib LAPACK custom call (results: [(shape, dtype)])."""
+    p = _PREFIX.get(operands[0].dtype)
+    if p is None:
+        raise Unsupported(f"torch.linalg ({routine}) of {operands[0].dtype}: real f32 / f64 only")
+    attrs = (f'call_target_name = "lapack_{p}{routine}_ffi", api_version = 4 : i32, '
+             f"mhlo.backend_config = {{{config}}}")
+    return em.op_multi("stablehlo.custom_call", operands, results, attrs)
+
+
+def _square(a: V, what: str) -> int:
+    if a.rank < 2 or a.shape[-1] != a.shape[-2]:
+        raise Unsupported(f"{what} of a non-square shape {list(a.shape)}")
+    return a.shape[-1]
+
+
+def _lu(em, a: V):
+    """(LU, pivots) of a [.., m, n]: getrf's packed factors, 1-based int32 row interchanges."""
+    lead, m, n = tuple(a.shape[:-2]), a.shape[-2], a.shape[-1]
+    lu, piv, _ = _lapack(em, "getrf", [a], [(a.shape, a.dtype), (lead + (min(m, n),), "i32"), (lead, "i32")])
+    return lu, piv
+
+
+def _diag(em, x: V) -> V:
+    """The main diagonal of x [.., n, n] as [.., n]."""
+    rows = em.iota(x.shape, x.rank - 2, "i64")
+    cols = em.iota(x.shape, x.rank - 1, "i64")
+    kept = em.select(em.compare("EQ", rows, cols), x, em.const(0, x.dtype, x.shape))
+    return em.reduce_simple(kept, [x.rank - 1], "add", 0)
+
+
+def _swaps_odd(em, piv: V, dtype: str) -> V:
+    """-1 where an odd number of the pivots interchange rows (piv[i] != i + 1), else 1."""
+    moved = em.compare("NE", piv, em.binary("add", em.iota(piv.shape, piv.rank - 1, "i32"),
+                                             em.const(1, "i32", piv.shape)))
+    count = em.reduce_simple(em.convert(moved, "i32"), [piv.rank - 1], "add", 0)
+    odd = em.binary("and", count, em.const(1, "i32", count.shape))
+    one = em.const(1, dtype, count.shape)
+    return em.select(em.compare("EQ", odd, em.const(0, "i32", count.shape)), one, em.unary("negate", one))
+
+
+def _sign_logabs(em, lu: V, piv: V):
+    d = _diag(em, lu)
+    neg = em.reduce_simple(em.convert(em.compare("LT", d, em.const(0, d.dtype, d.shape)), "i32"),
+                           [d.rank - 1], "add", 0)
+    zero = em.reduce_simple(em.convert(em.compare("EQ", d, em.const(0, d.dtype, d.shape)), "i32"),
+                            [d.rank - 1], "add", 0)
+    parity = _swaps_odd(em, piv, d.dtype)
+    flip = em.compare("EQ", em.binary("and", neg, em.const(1, "i32", neg.shape)), em.const(1, "i32", neg.shape))
+    sign = em.select(flip, em.unary("negate", parity), parity)
+    sign = em.select(em.compare("GT", zero, em.const(0, "i32", zero.shape)), em.const(0, d.dtype, sign.shape), sign)
+    logabs = em.reduce_simple(em.unary("log", em.unary("abs", d)), [d.rank - 1], "add", 0)
+    return sign, logabs
+
+
+@rule(aten._linalg_slogdet.default)
+def _slogdet(em, out, a):
+    _square(a, "slogdet")
+    lu, piv = _lu(em, a)
+    sign, logabs = _sign_logabs(em, lu, piv)
+    return sign, logabs, lu, piv
+
+
+@rule(aten._linalg_det.default)
+def _det(em, out, a):
+    _square(a, "det")
+    lu, piv = _lu(em, a)
+    d = _diag(em, lu)
+    det = em.binary("multiply", em.reduce_simple(d, [d.rank - 1], "multiply", 1), _swaps_odd(em, piv, d.dtype))
+    return det, lu, piv
+
+
+def _permutation(em, piv: V) -> V:
+    """The rows piv's interchanges bring to each position ([.., n] int32): row i of P^T B
+    is row perm[i] of B (LAPACK applies the interchanges i = 0, 1, .. in order)."""
+    n = piv.shape[-1]
+    pos = em.iota(piv.shape, piv.rank - 1, "i32")
+    perm = pos
+    lead = tuple(piv.shape[:-1])
+    for i in range(n):
+        p = em.binary("subtract", em.slice(piv, [0] * len(lead) + [i], lead + (i + 1,), [1] * piv.rank),
+                      em.const(1, "i32", lead + (1,)))
+        pb = em.broadcast_in_dim(em.reshape(p, lead), piv.shape, list(range(len(lead))))
+        at_p = em.compare("EQ", pos, pb)
+        # perm[p] and perm[i], broadcast along the row
+        val_p = em.reduce_simple(em.select(at_p, perm, em.const(0, "i32", perm.shape)), [perm.rank - 1], "add", 0)
+        val_i = em.reshape(em.slice(perm, [0] * len(lead) + [i], lead + (i + 1,), [1] * perm.rank), lead)
+        at_i = em.compare("EQ", pos, em.const(i, "i32", pos.shape))
+        perm = em.select(at_i, em.broadcast_in_dim(val_p, perm.shape, list(range(len(lead)))),
+                         em.select(at_p, em.broadcast_in_dim(val_i, perm.shape, list(range(len(lead)))), perm))
+    return perm
+
+
+def _inverse_permutation(em, perm: V) -> V:
+    """inv with inv[perm[i]] = i."""
+    n = perm.shape[-1]
+    shape = perm.shape + (n,)
+    pi = em.broadcast_in_dim(perm, shape, list(range(perm.rank)))  # [.., i, j] = perm[i]
+    j = em.iota(shape, perm.rank, "i32")
+    i = em.iota(shape, perm.rank - 1, "i32")
+    hit = em.select(em.compare("EQ", pi, j), i, em.const(0, "i32", shape))
+    return em.reduce_simple(hit, [perm.rank - 1], "add", 0)
+
+
+def _take_rows(em, b: V, rows: V) -> V:
+    """b [.., n, k] with row r replaced by row rows[r] (rows [.., n])."""
+    if rows.rank != b.rank - 1:  # (_lu_solve broadcasts the factors over B's batch first)
+        raise Unsupported("lu_solve with pivots of other batch dimensions than B")
+    index = em.broadcast_in_dim(rows, b.shape, list(range(rows.rank)))
+    return RULES[aten.gather.default](em, (b.shape, b.dtype), b, b.rank - 2, index)
+
+
+def _batch_like(em, lu: V, piv: V, b: V):
+    """The factors and B broadcast to one batch shape."""
+    import torch
+    lead = tuple(torch.broadcast_shapes(tuple(lu.shape[:-2]), tuple(b.shape[:-2])))
+
+    def to(v, inner):
+        shape = lead + tuple(v.shape[v.rank - inner:])
+        if tuple(v.shape) == shape:
+            return v
+        return em.broadcast_in_dim(v, shape, list(range(len(shape) - v.rank, len(shape))))
+    return to(lu, 2), to(piv, 1), to(b, 2)
+
+
+def _lu_solve(em, lu: V, piv: V, b: V, left: bool = True, adjoint: bool = False) -> V:
+    if not left:  # X A = B  <=>  A^T X^T = B^T (real types)
+        t = list(range(b.rank - 2)) + [b.rank - 1, b.rank - 2]
+        return em.transpose(_lu_solve(em, lu, piv, em.transpose(b, t), True, not adjoint), t)
+    lu, piv, b = _batch_like(em, lu, piv, b)
+    perm = _permutation(em, piv)
+    if not adjoint:  # L U X = P^T B
+        y = _trsm(em, lu, _take_rows(em, b, perm), True, True, False, True)
+        return _trsm(em, lu, y, True, False, False)
+    # U^T L^T P^T X = B: X = P (L^-T U^-T B)
+    z = _trsm(em, lu, b, True, False, True)
+    w = _trsm(em, lu, z, True, True, True, True)
+    return _take_rows(em, w, _inverse_permutation(em, perm))
+
+
+@rule(aten.linalg_lu_solve.default)
+def _linalg_lu_solve(em, out, lu, pivots, b, *, left=True, adjoint=False):
+    if lu.dtype != b.dtype:
+        raise Unsupported("lu_solve of mixed types")
+    return _lu_solve(em, lu, pivots, b, left, adjoint)
+
+
+@rule(aten.linalg_lu_factor_ex.default)
+def _lu_factor_ex(em, out, a, *, pivot=True, check_errors=False):
+    if not pivot:
+        raise Unsupported("lu_factor without pivoting")
+    lu, piv = _lu(em, a)
+    return lu, piv, em.const(0, out[2][1], shape_of(out[2]))
+
+
+@rule(aten._linalg_solve_ex.default)
+def _solve_ex(em, out, a, b, *, left=True, check_errors=False):
+    _square(a, "solve")
+    if a.dtype != b.dtype:
+        raise Unsupported("linalg.solve of mixed types")
+    vector = b.rank == 1 or (b.rank == a.rank - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    lu, piv = _lu(em, a)
+    bb = em.reshape(b, tuple(b.shape) + (1,)) if vector else b
+    x = _lu_solve(em, lu, piv, bb, left, False)
+    if vector:
+        x = em.reshape(x, tuple(x.shape[:-1]))
+    return x, lu, piv, em.const(0, out[3][1], shape_of(out[3]))
+
+
+@rule(aten.linalg_inv_ex.default)
+def _inv_ex(em, out, a, *, check_errors=False):
+    _square(a, "inv")
+    rows = em.iota(a.shape, a.rank - 2, "i64")
+    eye = em.convert(em.compare("EQ", rows, em.iota(a.shape, a.rank - 1, "i64")), a.dtype)
+    lu, piv = _lu(em, a)
+    return _lu_solve(em, lu, piv, eye), em.const(0, out[1][1], shape_of(out[1]))
+
+
+@rule(aten._linalg_eigh.default)
+def _eigh(em, out, a, UPLO="L", compute_v=True):
+    n = _square(a, "eigh")
+    lead = tuple(a.shape[:-2])
+    mode, uplo = ord("V" if compute_v else "N"), ord(UPLO.upper())
+    vecs, w, _ = _lapack(em, "syevd", [a], [(a.shape, a.dtype), (lead + (n,), a.dtype), (lead, "i32")],
+                         f"mode = {mode} : ui8, uplo = {uplo} : ui8")
+    if not compute_v:
+        return w, em.const(0, out[1][1], shape_of(out[1]))
+    return w, vecs
+
+
+@rule(aten._linalg_svd.default)
+def _svd(em, out, a, full_matrices=False, compute_uv=True, *, driver=None):
+    if driver not in (None, "gesdd"):
+        raise Unsupported(f"svd with driver {driver!r}")
+    lead, m, n = tuple(a.shape[:-2]), a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    full = full_matrices and compute_uv
+    ushape = lead + ((m, m) if full else (m, k))
+    vshape = lead + ((n, n) if full else (k, n))
+    _, s, u, vt, _ = _lapack(em, "gesdd", [a], [(a.shape, a.dtype), (lead + (k,), a.dtype), (ushape, a.dtype),
+                                                 (vshape, a.dtype), (lead, "i32")],
+                             f"mode = {ord('A' if full else 'S')} : ui8")
+    if not compute_uv:
+        return (em.const(0, out[0][1], shape_of(out[0])), s, em.const(0, out[2][1], shape_of(out[2])))
+    return u, s, vt
+
+
+@rule(aten.linalg_householder_product.default)
+def _householder_product(em, out, a, tau):
+    if a.dtype != tau.dtype or a.shape[-2] < a.shape[-1] or tau.shape[-1] > a.shape[-1]:
+        raise Unsupported("householder_product: m >= n >= k and one dtype")
+    (q,) = _lapack(em, "orgqr", [a, tau], [(a.shape, a.dtype)])
+    return q
