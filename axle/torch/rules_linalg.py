@@ -7,7 +7,7 @@ StableHLO has `cholesky` and `triangular_solve` (batched over leading dimensions
 the CPU backend runs through LAPACK. A Cholesky factor of a matrix that is not positive
 definite is what LAPACK leaves (NaNs below the failing minor): `info` is 0 here, as XLA
 reports none either, so torch.linalg.cholesky's error check does not fire in compiled
-code. LU, QR, SVD, eigendecompositions, inverses and determinants are not lowered."""
+code. LU, eigh, SVD, solves, inverses and determinants: rules_lapack.py."""
 from __future__ import annotations
 
 import torch

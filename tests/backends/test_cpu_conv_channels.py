@@ -191,3 +191,30 @@ def test_input_gradient_of_a_strided_depthwise_convolution(dn, xs, ws):
     exe = _check(lambda w, dy: jax.vjp(lambda x: conv(x, w), x)[1](dy)[0], w, dy, rtol=5e-5)
     convs = [op for op in exe.module.walk() if op.name == "stablehlo.convolution"]
     assert convs and all(all(d == 1 for d in (op.attr("lhs_dilation") or [1])) for op in convs)
+
+
+@pytest.mark.parametrize("dn,shape,kshape,dtype", [
+    (("NCHW", "OIHW", "NCHW"), (3, 16, 14, 14), (40, 16, 1, 1), np.float32),
+    (("NCHW", "HWIO", "NCHW"), (2, 24, 7, 9), (1, 1, 24, 8), np.float32),
+    (("NCH", "OIH", "NCH"), (4, 12, 50), (20, 12, 1), np.float32),
+    (("NCDHW", "OIDHW", "NCDHW"), (2, 8, 4, 5, 6), (16, 8, 1, 1, 1), np.float32),
+])
+def test_pointwise_channels_first_is_a_batched_gemm(dn, shape, kshape, dtype):
+    """A 1 x 1 convolution in NCHW (an EfficientNet expansion, any number of spatial
+    dimensions, any kernel layout) is the batched GEMM [B, O, I] x [B, I, H W]: no
+    convolution and no transpose left."""
+    x, w = f32(*shape).astype(dtype), f32(*kshape, scale=0.3).astype(dtype)
+    exe = _check(lambda x, w: lax.conv_general_dilated(x, w, (1,) * (len(shape) - 2), "VALID",
+                                                       dimension_numbers=dn), x, w, rtol=1e-5)
+    names = [op.name for op in exe.module.walk()]
+    assert "stablehlo.dot_general" in names and "stablehlo.convolution" not in names
+    assert all(op.results[0].type.num_elements <= w.size for op in exe.module.walk()
+               if op.name == "stablehlo.transpose")  # (the weights' order at most)
+
+
+@pytest.mark.parametrize("stride,padding", [((2, 2), "VALID"), ((1, 1), [(1, 0), (0, 1)])])
+def test_pointwise_with_stride_or_padding_stays_a_convolution(stride, padding):
+    x, w = f32(2, 16, 9, 9), f32(24, 16, 1, 1, scale=0.3)
+    exe = _check(lambda x, w: lax.conv_general_dilated(x, w, stride, padding, dimension_numbers=("NCHW", "OIHW", "NCHW")),
+                 x, w)
+    assert "stablehlo.convolution" in [op.name for op in exe.module.walk()]

@@ -127,6 +127,51 @@ def _rewrite(op: Operation) -> bool:
     return True
 
 
+def _pointwise_as_dot(op: Operation) -> bool:
+    """A 1 x 1 convolution (stride 1, no padding or dilation, one group) in the channels-
+    first layout (PyTorch's NCHW x OIHW): per image a GEMM of the [O, I] weights and the
+    [I, H x W] input, written as the batched dot_general [B, O, I] x [B, I, H W] ->
+    [B, O, H W] on reshapes, no transposes. Moved to NHWC, it was two transposes of the
+    activations around a GEMM of the same size (an EfficientNet block's 16 -> 96
+    expansion over 4 x 56 x 56: 0.6 + 1.1 + 0.7 ms)."""
+    from axle.backends.cpu.kernels_conv_general import conv_window
+    from axle.passes.dot_canonicalize import dot_numbers
+    dn = _static_2d(op, ("f32", "f64"), None)
+    if dn is None:
+        return False
+    lhs, rhs = op.operands
+    res = op.results[0]
+    strides, _, ldil, _, rev, fgc, bgc = conv_window(op)
+    pad = op.attr("padding")
+    n = len(dn.input_spatial_dimensions)
+    kt, xt, ot = rhs.type, lhs.type, res.type
+    if (fgc != 1 or bgc != 1 or any(rev) or any(int(s_) != 1 for s_ in strides) or any(int(d) != 1 for d in ldil)
+            or (pad is not None and np.any(np.asarray(pad) != 0))
+            or any(kt.shape[d] != 1 for d in dn.kernel_spatial_dimensions)):
+        return False
+    first = [0, 1, *range(2, 2 + n)]
+    if ([dn.input_batch_dimension, dn.input_feature_dimension, *dn.input_spatial_dimensions] != first
+            or [dn.output_batch_dimension, dn.output_feature_dimension, *dn.output_spatial_dimensions] != first):
+        return False
+    B, I, O = xt.shape[0], xt.shape[1], ot.shape[1]
+    pixels = int(np.prod(xt.shape[2:], dtype=np.int64))
+    et = ot.element_type
+    b = Builder.before(op)
+    korder = [dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions]
+    w = rhs if korder == list(range(kt.rank)) else transposed(b, rhs, korder)
+    w = reshaped(b, w, [O, I])
+    w = b.create("stablehlo.broadcast_in_dim", [w], [TensorType((B, O, I), et)],
+                 {"broadcast_dimensions": i64_array([1, 2])}).result
+    x = reshaped(b, lhs, [B, I, pixels])
+    attrs = {"dot_dimension_numbers": dot_numbers(True, 2, 1)}
+    if "precision_config" in op.attributes:
+        attrs["precision_config"] = op.attributes["precision_config"]
+    y = b.create("stablehlo.dot_general", [w, x], [TensorType((B, O, pixels), et)], attrs).result
+    res.replace_all_uses_with(reshaped(b, y, list(ot.shape)))
+    op.erase()
+    return True
+
+
 def _rewrite_direct(op: Operation) -> bool:
     """A 2-D f32 convolution in another layout (NCHW x OIHW from PyTorch) that the direct
     kernel would take in NHWC x HWIO (kernels_conv._direct_plan: a window of at most
@@ -372,6 +417,9 @@ class CpuConvRowsLayout(Pass):
         for op in [o for o in module.walk() if o.name == "stablehlo.convolution"]:
             op = _undilate_depthwise(op) or op
             if _rewrite_depthwise(op):  # any rank: the channels kernel takes n-D depthwise ones
+                changed = True
+                continue
+            if _pointwise_as_dot(op):  # (any number of spatial dimensions)
                 changed = True
                 continue
             while (folded := fold_leading_spatial(op)) is not None:  # 3-D and up, one at a time

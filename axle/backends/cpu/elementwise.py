@@ -13,10 +13,11 @@ from axle.codegen import scalar as S
 from axle.backends.cpu.costs import fused_work
 from axle.backends.cpu.index_boxes import emit_boxes
 from axle.codegen.emitter import _ty
-from axle.backends.cpu.kernels import Accumulators, _simple_float_add, reads_buffer_of, scoped_accesses  # noqa: F401
+from axle.backends.cpu.kernels import (Accumulators, _cascaded_rows, _simple_float_add,  # noqa: F401
+                                      reads_buffer_of, scoped_accesses)
 from axle.backends.cpu.scopes import scoped_accesses_but_shared
 from axle.backends.cpu.parallel import outer_dim, split_loop
-from axle.backends.cpu.registry import loop_kernel
+from axle.backends.cpu.registry import is_elementwise, loop_kernel
 from axle.ir.core import Operation, Value
 
 
@@ -65,6 +66,8 @@ def emit_elementwise(ctx, op: Operation) -> None:
         if emit_boxes(ctx, op, lambda idx: body(idx, mine, other), work):
             return
         if _refined_loop(ctx, op, lambda idx: body(idx, mine, other), work):
+            return
+        if _merged_loop(ctx, op, lambda idx: body(idx, mine, other), work):
             return
         split_loop(ctx, list(t.shape), outer_dim(t.shape), lambda idx: body(idx, mine, other), work)
         return
@@ -218,6 +221,81 @@ def _refined_loop(ctx, op: Operation, body, work: int) -> bool:
         split_loop(ctx, fine, outer_dim(fine), fine_body, work)
     finally:
         em.index_digits = saved
+    return True
+
+
+MERGE_BELOW = 128  # innermost dimensions shorter than this are merged with the ones before (_merged_loop)
+
+
+def _merged_loop(ctx, op: Operation, body, work: int) -> bool:
+    """op's trailing dimensions d.. as one loop when every element the kernel reads is at
+    the same row-major offset of those dimensions: elementwise ops over buffers and
+    constants, and broadcasts that either keep all of those dimensions (as their operand's
+    trailing ones, read the same way) or none of them (a per-channel scale, whatever
+    computes it). The loop passes index 0 for the
+    merged dimensions but the last, which runs over their product, so every address
+    computed from the index is the right one. An NCHW activation over 14 x 14 maps ran a
+    14-iteration innermost loop that LLVM left scalar (SiLU over 4 x 240 x 14 x 14: 0.94
+    ms; 196 iterations vectorize). False (nothing emitted) when nothing merges."""
+    from axle.backends.cpu.parallel import outer_dim, split_loop
+    t = _ty(op.results[0])
+    shape = [int(n) for n in t.shape] if t.is_static else []
+    r = len(shape)
+    if r < 2 or not 1 < shape[-1] < MERGE_BELOW:  # (a unit last dimension would pass its index on)
+        return False
+    em = ctx.em
+    bcasts = []  # (operand shape, broadcast dimensions) of the broadcasts read at the kernel's shape
+    seen: dict = {}  # (value, at the kernel's shape) -> answer: a DAG (a Chebyshev series) is walked once
+
+    def uniform(v, level: list) -> bool:
+        key = (v, level is shape)
+        if key not in seen:
+            seen[key] = False  # (no cycles in SSA; a placeholder while walking)
+            seen[key] = _uniform(v, level)
+        return seen[key]
+
+    def _uniform(v, level: list) -> bool:
+        """v's elements read at the index of a loop over `level` (a shape) are at its own
+        row-major offset: v a buffer, a constant, or elementwise over such values."""
+        vt = _ty(v)
+        if not vt.is_static or (list(vt.shape) != level and vt.rank != 0):
+            return False
+        if v in em.buffers or ctx.has_buffer(v):
+            return v not in em.scalars and v not in em.row_windows and v not in em.tiles
+        o = getattr(v, "owner", None)
+        if not isinstance(o, Operation):
+            return False
+        if o.name == "stablehlo.broadcast_in_dim" and level is shape and vt.rank:
+            # (read at a real index when it does not vary along the merged dimensions: any
+            # fused producer; else it must itself be read at its own offsets)
+            st = list(_ty(o.operands[0]).shape)
+            bcasts.append((st, list(o.attr("broadcast_dimensions")), uniform(o.operands[0], st)))
+            return True
+        if vt.rank == 0 and o.name != "stablehlo.constant":
+            return False
+        return is_elementwise(o) and all(uniform(x, level) for x in o.operands)
+    if not (is_elementwise(op) and all(uniform(x, shape) for x in op.operands)):
+        return False
+
+    def fits(d: int) -> bool:
+        tail = [j for j in range(d, r) if shape[j] != 1]
+        for st, dims, flat in bcasts:
+            varying = [j for j in tail if j in dims and st[dims.index(j)] == shape[j]]
+            if not varying:
+                continue
+            if varying != tail or not flat:
+                return False
+            first = dims.index(tail[0])  # the operand's dimensions from there: the tail's, or 1
+            mapped = {dims.index(j) for j in tail}
+            if any(i not in mapped and st[i] != 1 for i in range(first, len(st))):
+                return False
+        return True
+    d = next((d for d in range(r - 1) if fits(d)), r - 1)
+    if d >= r - 1 or all(n == 1 for n in shape[d:-1]):
+        return False
+    loop = shape[:d] + [int(np.prod(shape[d:], dtype=np.int64))]
+    zeros = [em.const_i64(0)] * (r - 1 - d)
+    split_loop(ctx, loop, outer_dim(loop), lambda idx: body(list(idx[:d]) + zeros + [idx[d]]), work)
     return True
 
 
@@ -527,5 +605,8 @@ def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: O
             b.store(total, acc.slots[0])
         else:
             acc.combine(values)
-    em.loop_nest([in_t.shape[d] for d in dims], inner)
+    if reassoc and keep is None and len(dims) >= 2:  # (a batch norm's statistics: cascaded)
+        _cascaded_rows(ctx, acc, inputs[0], kept, out_idx, dims, in_t)
+    else:
+        em.loop_nest([in_t.shape[d] for d in dims], inner)
     em.scalars[red.results[0]] = acc.slots[0]
