@@ -42,6 +42,19 @@ def ints(hi, *s, lo=0, seed=0):
     return torch.randint(lo, hi, s, generator=torch.Generator().manual_seed(seed))
 
 
+def shifted_window_mask(res, w, shift, part):
+    """Swin's attention mask for windows of w over a res x res map shifted by `shift`
+    (-100 between pixels that came from different regions before the roll); part(x, w)
+    splits [B, H, W, C] into windows."""
+    img, cnt = torch.zeros(1, res, res, 1), 0
+    for hs in (slice(0, -w), slice(-w, -shift), slice(-shift, None)):
+        for ws in (slice(0, -w), slice(-w, -shift), slice(-shift, None)):
+            img[:, hs, ws], cnt = cnt, cnt + 1
+    mw = part(img, w).squeeze(-1)
+    m = mw[:, None] - mw[:, :, None]
+    return m.masked_fill(m != 0, -100.0).masked_fill(m == 0, 0.0)
+
+
 def bn(c, d=2):
     return (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)[d - 1](c)
 

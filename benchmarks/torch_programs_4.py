@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 import torch_programs as T  # sets AXLE_NUM_THREADS / torch threads, registers the backend
 from torch_programs import g
-from torch_programs_2 import bn, ints, runner, sweep
+from torch_programs_2 import bn, ints, runner, shifted_window_mask, sweep
 
 P, EVAL, prog = sweep()
 
@@ -203,13 +203,7 @@ def _():
             if not shift:
                 self.mask = None
             else:
-                img, cnt = torch.zeros(1, res, res, 1), 0
-                for hs in (slice(0, -w), slice(-w, -shift), slice(-shift, None)):
-                    for ws in (slice(0, -w), slice(-w, -shift), slice(-shift, None)):
-                        img[:, hs, ws], cnt = cnt, cnt + 1
-                mw = part(img, w).squeeze(-1)
-                m = mw[:, None] - mw[:, :, None]
-                self.register_buffer("mask", m.masked_fill(m != 0, -100.0).masked_fill(m == 0, 0.0))
+                self.register_buffer("mask", shifted_window_mask(res, w, shift, part))
 
         def forward(self, x):  # [B, L, C]
             b, L, c = x.shape
