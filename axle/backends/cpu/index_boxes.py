@@ -33,7 +33,9 @@ MAX_BOXES = 64  # more boxes than this (many cuts in several dimensions): the in
 CODE_BUDGET = 2048  # fused operations in all the boxes' copies of the body together (more: the interior alone)
 VECTOR = 8  # elements of a vector (f32 on AVX2) for the innermost dimension's cuts
 SCALAR_SHARE = 16  # ...cut only while at most 1/16 of a row is left to scalar segments and tails
-SCALAR_SHARE_CHEAP = 4  # 1/4 where the loop computes no transcendental function (choosing per element kept a stencil's rows scalar: LLVM threads a pad's upper bound test into the loop's exit)
+# 1/4 where the loop computes no transcendental function: choosing per element kept a
+# stencil's rows scalar (LLVM threads a pad's upper bound test into the loop's exit)
+SCALAR_SHARE_CHEAP = 4
 MAX_VISITS = 4096  # (op, index map) pairs followed; a huge fused DAG is not cut
 
 

@@ -224,7 +224,7 @@ def _read_before(p: Operation, arg) -> bool:
 def _swappable(ctx: Context, op: Operation, refs: list, scratch_refs: list, tokens: list) -> dict:
     """The carried values that trade buffers with their scratch each iteration instead of
     being copied back (k -> (carried key, scratch key, carried table index, scratch table
-    index, carried pointer, scratch pointer)): those with a scratch buffer, in a kernel's
+    index, carried pointer, scratch pointer, type)): those with a scratch buffer, in a kernel's
     own function, both buffers table buffers. The kernel's buffer table is its own array
     (context._call_kernel), so the loop swaps the two entries after each iteration; the
     loop's code and the pool's chunk functions load the pointers from it (a stencil's
