@@ -176,3 +176,39 @@ def test_operand_producers_fuse_into_the_copy_in():
     potrf = [k for k in exe.program.kernels if k.library == "lapack.spotrf"]
     assert len(potrf) == 1 and {o.name for o in potrf[0].fused} >= {"stablehlo.transpose", "stablehlo.add"}
     np.testing.assert_allclose(np.asarray(exe.execute([s, b])[0]), np.asarray(jax.jit(f)(s, b)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("unit", [False, True])
+def test_triangular_solves_on_row_major_buffers(left, lower, transpose, unit, monkeypatch):
+    """Real triangular solves run on the row-major buffers (kernels_lapack._trsm_in_place:
+    the other side and triangle of the column-major routine): every side, triangle,
+    transposition and diagonal, batched, against numpy and against the copying path."""
+    import jax
+    from jax import lax
+    from axle.backends.cpu import kernel_set  # noqa: F401  (the kernels, in their order)
+    from axle.backends.cpu import disk_cache, kernels_lapack
+    from axle.backends.cpu import executable as cpu_exe
+    r = np.random.default_rng(3)
+    a = (r.standard_normal((3, 6, 6)) * 0.3 + 3 * np.eye(6)).astype(np.float32)
+    b = r.standard_normal((3, 6, 4) if left else (3, 4, 6)).astype(np.float32)
+    f = jax.jit(lambda a, b: lax.linalg.triangular_solve(a, b, left_side=left, lower=lower,
+                                                         transpose_a=transpose, unit_diagonal=unit))
+    text = f.lower(a, b).as_text()
+    outs = []
+    for in_place in (True, False):
+        monkeypatch.setattr(kernels_lapack, "TRSM_IN_PLACE", in_place)
+        with disk_cache.disabled():
+            cpu_exe.clear_memory_cache()
+            outs.append(axle.compile(text, backend="cpu").execute([a, b])[0])
+            cpu_exe.clear_memory_cache()
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        t = t - t * np.eye(6) + np.eye(6)
+    op = np.swapaxes(t, -1, -2) if transpose else t
+    want = np.linalg.solve(op, b) if left else np.swapaxes(np.linalg.solve(np.swapaxes(op, -1, -2),
+                                                                             np.swapaxes(b, -1, -2)), -1, -2)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
