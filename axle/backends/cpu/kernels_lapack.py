@@ -232,50 +232,61 @@ def _unpack(ctx: Context, packed, wi, out, n: int, real) -> None:
 
 
 def _trsm_in_place(ctx: Context, op: Operation, plan: Plan) -> bool:
-    """A real triangular solve called on the row-major buffers themselves: a row-major
-    matrix is its transpose in column-major order, so op(A) X = B (side L) is
-    X^T op(A)^T = B^T, the routine with the other side and the other triangle, on A's
-    buffer as it is and B copied into the result's buffer. No arena copies transposing A
-    and B in and X out: in a loop (ADMM's cho_solve, a Kalman filter) those moved the whole
-    loop-invariant factor every trip (256 x 256 with 16 right-hand sides: 3x the solve).
-    False when it does not apply (complex, A without a buffer of its own)."""
+    """A real triangular solve called on the row-major buffers themselves
+    (`trsm_row_major`): no arena copies transposing A and B in and X out. In a loop
+    (ADMM's cho_solve, a Kalman filter) those moved the whole loop-invariant factor every
+    trip (256 x 256 with 16 right-hand sides: twice the solve). False when it does not
+    apply (complex, A without a buffer of its own)."""
     if plan.routine[1:] != "trsm" or plan.routine[0] not in "sd" or plan.skip:
         return False
     a, bv = op.operands
-    r = op.results[0]
     if not ctx.has_buffer(a):
         return False
-    args = plan.args  # side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb
+    args = plan.args  # side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb (column-major)
     side, uplo, trans, diag = (args[i][1] for i in range(4))
-    m, n, k = args[4][1], args[5][1], args[8][1]
+    trsm_row_major(ctx, a, bv, op.results[0], plan.batch, side == ord("L"), uplo == ord("L"), trans,
+                   diag == ord("U"), args[4][1], args[5][1])
+    return True
+
+
+def trsm_row_major(ctx: Context, a, rhs, result, batch: int, left: bool, lower: bool, trans: int, unit: bool,
+                   rows: int, cols: int) -> None:
+    """op(A) X = B (left) or X op(A) = B, A [batch.., k, k] and B, X [batch.., rows, cols]
+    row-major, real: BLAS's trsm on the buffers as they are. A row-major matrix is its
+    transpose in column-major order, so the equation is X^T op(A)^T = B^T: the routine
+    with the other side and the other triangle (the same transposition), on `cols` x
+    `rows` column-major matrices. B is copied into X's buffer first (unless it is X's)."""
+    from axle.backends.cpu import blas
+    register_symbols()
+    blas.available()  # binds OpenBLAS's per-thread thread-count setter
     em, b = ctx.em, ctx.b
-    if not ctx.same_buffer(bv, r):
-        ctx.copy(bv, ctx.buffer(r))
-    other_side = {ord("L"): ord("R"), ord("R"): ord("L")}
-    other_triangle = {ord("L"): ord("U"), ord("U"): ord("L")}
-    itemsize = np.dtype(_ty(r).dtype).itemsize
-    et = element_type_of(np.dtype(_ty(r).dtype))
-    consts = [_slot(ctx, I8, ir.Constant(I8, other_side[side])), _slot(ctx, I8, ir.Constant(I8, other_triangle[uplo])),
-              _slot(ctx, I8, ir.Constant(I8, trans)), _slot(ctx, I8, ir.Constant(I8, diag)),
-              _slot(ctx, I32, ir.Constant(I32, n)), _slot(ctx, I32, ir.Constant(I32, m)),
-              _slot(ctx, S.reg_type(et), S.constant(et, 1))]
-    lda, ldb = _slot(ctx, I32, ir.Constant(I32, k)), _slot(ctx, I32, ir.Constant(I32, max(n, 1)))
-    name = symbol(plan)
+    if not ctx.same_buffer(rhs, result):
+        ctx.copy(rhs, ctx.buffer(result))
+    dt = np.dtype(_ty(result).dtype)
+    et = element_type_of(dt)
+    k = rows if left else cols
+    chars = [ord("R" if left else "L"), ord("U" if lower else "L"), trans, ord("U" if unit else "N")]
+    consts = [_slot(ctx, I8, ir.Constant(I8, c)) for c in chars]
+    consts += [_slot(ctx, I32, ir.Constant(I32, cols)), _slot(ctx, I32, ir.Constant(I32, rows)),
+               _slot(ctx, S.reg_type(et), S.constant(et, 1))]
+    lda, ldb = _slot(ctx, I32, ir.Constant(I32, max(k, 1))), _slot(ctx, I32, ir.Constant(I32, max(cols, 1)))
+    routine = ("s" if dt.itemsize == 4 else "d") + "trsm"
+    name = symbol_name(routine)
     fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * 11), name)
     if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
         setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
             ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
         b.call(setter, [ir.Constant(I32, 1)])
-    pa, px = b.bitcast(ctx.buffer(a), P8), b.bitcast(ctx.buffer(r), P8)
+    pa, px = b.bitcast(ctx.buffer(a), P8), b.bitcast(ctx.buffer(result), P8)
 
     def one(bi):
         bb = em.b
-        at_a = bb.gep(pa, [bb.mul(bi, em.const_i64(k * k * itemsize))], inbounds=True)
-        at_x = bb.gep(px, [bb.mul(bi, em.const_i64(m * n * itemsize))], inbounds=True)
+        at_a = bb.gep(pa, [bb.mul(bi, em.const_i64(k * k * dt.itemsize))], inbounds=True)
+        at_x = bb.gep(px, [bb.mul(bi, em.const_i64(rows * cols * dt.itemsize))], inbounds=True)
         bb.call(fn, consts + [at_a, lda, at_x, ldb])
-    em.for_range_dynamic(em.const_i64(0), em.const_i64(plan.batch), one)
-    ctx.mark_library(f"{plan.library}.{plan.routine}")
-    return True
+    if rows * cols and batch:
+        em.for_range_dynamic(em.const_i64(0), em.const_i64(batch), one)
+    ctx.mark_library(f"blas.{routine}")
 
 
 def emit_lapack(ctx: Context, op: Operation) -> None:

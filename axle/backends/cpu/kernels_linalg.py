@@ -1,6 +1,8 @@
 """Linear algebra kernels of the CPU backend: triangular_solve.
 
-Substitution in the order the triangle allows, one right-hand side at a time, for
+Real triangles of order BLAS_MIN_ORDER or more: BLAS's trsm in the working precision
+(kernels_lapack.trsm_row_major), as XLA (jaxlib's custom call) and PyTorch solve them.
+Others: substitution in the order the triangle allows, one right-hand side at a time, for
 every batch element. op(a) is a, its transpose or its adjoint; only the `lower` (or
 upper) triangle of a is read, and a unit diagonal is not read at all. Floats are
 accumulated in f64 (complex in complex<f64>) and rounded once.
@@ -24,6 +26,12 @@ def _check(op: Operation) -> None:
     S.reg_type(et)
 
 
+# real triangles of this order or larger: BLAS's trsm on the row-major buffers
+# (kernels_lapack.trsm_row_major), as jaxlib's custom call and PyTorch run them; smaller
+# ones (a batch of 3 x 3 poses) by the substitution below
+BLAS_MIN_ORDER = 16
+
+
 @kernel("stablehlo.triangular_solve", memory_operands=True, check=_check)
 def triangular_solve(ctx: Context, op: Operation) -> None:
     em, b = ctx.em, ctx.b
@@ -37,6 +45,14 @@ def triangular_solve(ctx: Context, op: Operation) -> None:
     m = at.shape[-1]
     nb = at.rank - 2
     n = xt.shape[-1] if left else xt.shape[-2]
+    if et.name in ("f32", "f64") and m >= BLAS_MIN_ORDER and ctx.has_buffer(a):
+        from axle.backends.cpu.kernels_lapack import trsm_row_major
+        batch = 1
+        for d in at.shape[:nb]:
+            batch *= d
+        trsm_row_major(ctx, a, rhs, op.results[0], batch, left, lower, ord("N" if not transposed else "T"), unit,
+                       xt.shape[-2], xt.shape[-1])
+        return
     x = ctx.buffer(op.results[0])
     ctx.copy(rhs, x)
     sub, mul, div = RULES["stablehlo.subtract"], RULES["stablehlo.multiply"], RULES["stablehlo.divide"]
