@@ -42,6 +42,17 @@ def ints(hi, *s, lo=0, seed=0):
     return torch.randint(lo, hi, s, generator=torch.Generator().manual_seed(seed))
 
 
+def window_partition(x, w):
+    """Swin's windows: [B, H, W, C] -> [B * nW, w * w, C]."""
+    b, h, ww, c = x.shape
+    return x.view(b, h // w, w, ww // w, w, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, w * w, c)
+
+
+def window_merge(x, w, b, h, ww):
+    """window_partition's inverse: [B * nW, w * w, C] -> [B, H, W, C]."""
+    return x.view(b, h // w, ww // w, w, w, -1).permute(0, 1, 3, 2, 4, 5).reshape(b, h, ww, -1)
+
+
 def shifted_window_mask(res, w, shift, part):
     """Swin's attention mask for windows of w over a res x res map shifted by `shift`
     (-100 between pixels that came from different regions before the roll); part(x, w)

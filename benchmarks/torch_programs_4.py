@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 import torch_programs as T  # sets AXLE_NUM_THREADS / torch threads, registers the backend
 from torch_programs import g
-from torch_programs_2 import bn, ints, runner, shifted_window_mask, sweep
+from torch_programs_2 import bn, ints, runner, shifted_window_mask, sweep, window_merge, window_partition
 
 P, EVAL, prog = sweep()
 
@@ -182,12 +182,7 @@ def _():
     return M(), (g(2, 3, 64, 64),)
 @prog("swin_shifted_window_block")
 def _():
-    def part(x, w):  # [B, H, W, C] -> [B * nW, w * w, C]
-        b, h, ww, c = x.shape
-        return x.view(b, h // w, w, ww // w, w, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, w * w, c)
-
-    def unpart(x, w, b, h, ww):
-        return x.view(b, h // w, ww // w, w, w, -1).permute(0, 1, 3, 2, 4, 5).reshape(b, h, ww, -1)
+    part, unpart = window_partition, window_merge
 
     class Block(nn.Module):
         def __init__(self, d, nh, res, w, shift):
