@@ -14,7 +14,7 @@ leaves (infinities, NaNs), as in XLA."""
 from __future__ import annotations
 
 from axle.torch.registry import RULES, Unsupported, V, aten, rule, shape_of
-from axle.torch.rules_linalg import _trsm
+from axle.torch.rules_linalg import _diag_mask, _trsm
 
 _PREFIX = {"f32": "s", "f64": "d"}
 
@@ -44,9 +44,7 @@ def _lu(em, a: V):
 
 def _diag(em, x: V) -> V:
     """The main diagonal of x [.., n, n] as [.., n]."""
-    rows = em.iota(x.shape, x.rank - 2, "i64")
-    cols = em.iota(x.shape, x.rank - 1, "i64")
-    kept = em.select(em.compare("EQ", rows, cols), x, em.const(0, x.dtype, x.shape))
+    kept = em.select(_diag_mask(em, x.shape, 0), x, em.const(0, x.dtype, x.shape))
     return em.reduce_simple(kept, [x.rank - 1], "add", 0)
 
 
@@ -191,8 +189,7 @@ def _solve_ex(em, out, a, b, *, left=True, check_errors=False):
 @rule(aten.linalg_inv_ex.default)
 def _inv_ex(em, out, a, *, check_errors=False):
     _square(a, "inv")
-    rows = em.iota(a.shape, a.rank - 2, "i64")
-    eye = em.convert(em.compare("EQ", rows, em.iota(a.shape, a.rank - 1, "i64")), a.dtype)
+    eye = em.convert(_diag_mask(em, a.shape, 0), a.dtype)
     lu, piv = _lu(em, a)
     return _lu_solve(em, lu, piv, eye), em.const(0, out[1][1], shape_of(out[1]))
 

@@ -1,6 +1,6 @@
 """Float sums over many elements keep the error of a cascade, not of one running total:
 a batch norm's statistics over N, H, W of NCHW (rows summed on their own, the row sums in
-blocks: kernels._cascaded_rows) and column sums over many rows (about sqrt(rows) parts:
+blocks: kernels.cascaded_rows) and column sums over many rows (about sqrt(rows) parts:
 kernels._reduce_leading_in_parts). Against float64 sums, with bounds near XLA's and
 PyTorch's errors on the same data (one running total was 10-40x their error, and a batch
 norm's backward, sum dy (x - mean), magnified it into wrong gradients)."""

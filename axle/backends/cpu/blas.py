@@ -178,6 +178,15 @@ def _gemm_function(ctx, p: str):
     return ctx.mod.globals.get(name) or ir.Function(ctx.mod, fnty, name)
 
 
+
+def set_threads(mod: ir.Module, b: ir.IRBuilder, threads: int) -> None:
+    """Emit the call that sets OpenBLAS's thread count for the calling thread's next
+    routines (no-op where this OpenBLAS has no per-thread setter)."""
+    if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
+        setter = mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
+            mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
+        b.call(setter, [ir.Constant(I32, threads)])
+
 def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset=None, rhs_offset=None,
               out_offset=None, lhs_t: bool = False, rhs_t: bool = False, m_count=None, threads: int = 1,
               n_count=None, ldc: int = 0) -> None:
@@ -198,12 +207,9 @@ def call_gemm(ctx, p: str, et, m: int, n: int, k: int, lhs, rhs, out, lhs_offset
 
     def flag(t):
         return slot(ir.IntType(8), ir.Constant(ir.IntType(8), ord("T" if t else "N")))
-    if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
-        # a call runs in its calling thread only unless told otherwise (a large GEMM, run
-        # while axle's own pool is idle)
-        setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
-            ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
-        b.call(setter, [ir.Constant(I32, threads)])
+    # a call runs in its calling thread only unless told otherwise (a large GEMM, run while
+    # axle's own pool is idle)
+    set_threads(ctx.mod, b, threads)
     dims = {v: slot(I32, ir.Constant(I32, v)) for v in {m, n, k, ldc or n}}
     rows = dims[m] if m_count is None else slot(I32, b.trunc(m_count, I32))
     cols = dims[n] if n_count is None else slot(I32, b.trunc(n_count, I32))

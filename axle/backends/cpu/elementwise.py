@@ -13,7 +13,7 @@ from axle.codegen import scalar as S
 from axle.backends.cpu.costs import fused_work
 from axle.backends.cpu.index_boxes import emit_boxes
 from axle.codegen.emitter import _ty
-from axle.backends.cpu.kernels import (Accumulators, _cascaded_rows, _simple_float_add,  # noqa: F401
+from axle.backends.cpu.kernels import (Accumulators, cascaded_rows, _simple_float_add,  # noqa: F401
                                       reads_buffer_of, scoped_accesses)
 from axle.backends.cpu.scopes import scoped_accesses_but_shared
 from axle.backends.cpu.parallel import outer_dim, split_loop
@@ -606,7 +606,7 @@ def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: O
         else:
             acc.combine(values)
     if reassoc and keep is None and len(dims) >= 2:  # (a batch norm's statistics: cascaded)
-        _cascaded_rows(ctx, acc, inputs[0], kept, out_idx, dims, in_t)
+        cascaded_rows(ctx, acc, inputs[0], kept, out_idx, dims, in_t)
     else:
         em.loop_nest([in_t.shape[d] for d in dims], inner)
     em.scalars[red.results[0]] = acc.slots[0]

@@ -154,7 +154,7 @@ def _lanewise_extreme(ctx, red: Operation, acc, w: int, inputs: list, kept: list
 ROWS_PER_BLOCK = 16  # rows of a cascaded float sum added up before their block joins the total
 
 
-def _cascaded_rows(ctx, acc, x, kept: list, out_idx: list, dims: list, in_t) -> None:
+def cascaded_rows(ctx, acc, x, kept: list, out_idx: list, dims: list, in_t) -> None:
     """A float sum over several dimensions, the innermost among them (a batch norm's
     statistics over N, H, W of NCHW): each row along the innermost dimension summed on
     its own (vectorized, with partial sums), ROWS_PER_BLOCK row sums added into a block
@@ -252,7 +252,7 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
                 acc.combine([em.value_at(v, full) for v in inputs])
 
         if reassoc and len(dims) >= 2:
-            _cascaded_rows(ctx, acc, inputs[0], kept, out_idx, dims, in_t)
+            cascaded_rows(ctx, acc, inputs[0], kept, out_idx, dims, in_t)
         else:
             em.loop_nest([in_t.shape[d] for d in dims], inner)
         acc.store(out_idx)

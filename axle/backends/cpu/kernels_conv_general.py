@@ -632,10 +632,7 @@ def _emit_library(ctx, op: Operation, phases: list, w_offsets: list, L: dict) ->
         gptr = ir.Constant(p8, None)
         if gemm == 0 and any(dv[F["kdim"]] > 0 for _, dv, _, _ in parts):
             gptr = b.bitcast(blas._gemm_function(ctx, L["p"]), p8)
-            if "axle_blas_set_num_threads_local" in blas.EXTERNAL_SYMBOLS:  # one thread per call
-                setter = mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
-                    mod, ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "axle_blas_set_num_threads_local")
-                b.call(setter, [ir.Constant(ir.IntType(32), 1)])
+            blas.set_threads(mod, b, 1)  # one thread per call
         c64 = em.const_i64
         for g, dv, start, units in parts:  # this phase's units of [lo, hi)
             b = ctx.b

@@ -30,7 +30,6 @@ from llvmlite import ir
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import KERNELS, KernelDef
 from axle.backends.cpu.lapack_symbols import register_symbols, symbol_name
-from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I1, I8, I32, I64
@@ -273,10 +272,7 @@ def trsm_row_major(ctx: Context, a, rhs, result, batch: int, left: bool, lower: 
     routine = ("s" if dt.itemsize == 4 else "d") + "trsm"
     name = symbol_name(routine)
     fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * 11), name)
-    if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
-        setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
-            ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
-        b.call(setter, [ir.Constant(I32, 1)])
+    blas.set_threads(ctx.mod, b, 1)
     pa, px = b.bitcast(ctx.buffer(a), P8), b.bitcast(ctx.buffer(result), P8)
 
     def one(bi):
@@ -374,10 +370,8 @@ def _emit_calls(ctx: Context, plan: Plan, refs: dict, unpacked_refs: dict, slots
                 consts[k] = _slot(ctx, S.reg_type(et), S.constant(et, 1))
             elif a[0] == "null":
                 consts[k] = ir.Constant(P8, None)
-        if "axle_blas_set_num_threads_local" in EXTERNAL_SYMBOLS:
-            setter = ctx.mod.globals.get("axle_blas_set_num_threads_local") or ir.Function(
-                ctx.mod, ir.FunctionType(I32, [I32]), "axle_blas_set_num_threads_local")
-            b.call(setter, [ir.Constant(I32, 1)])
+        from axle.backends.cpu import blas
+        blas.set_threads(ctx.mod, b, 1)
         bases = {n: ctx.resolve(r) for n, r in refs.items()}
 
         def at(name, bi, offset=0):
