@@ -120,6 +120,26 @@ class Emitter:
         lines.append(f'{sub.indent}"stablehlo.return"({ret}) : ({ret_t}) -> ()\n{self.indent}}}')
         return "\n".join(lines)
 
+    def while_loop(self, carried, cond, body) -> list[V]:
+        """stablehlo.while over the values `carried`: cond(em, args) -> a 0-d i1 value,
+        body(em, args) -> the next values (same types). Both regions see only their block
+        arguments and what they build (constants made with const, not dense)."""
+        regions = []
+        for build in (cond, body):
+            sub = Emitter()
+            sub._n = self._n + 1000
+            sub.indent = self.indent + "  "
+            args = [V(f"%wa{self._n}_{i}", v.shape, v.dtype) for i, v in enumerate(carried)]
+            results = build(sub, args)
+            results = results if isinstance(results, list) else [results]
+            self._n = sub._n
+            params = ", ".join(f"{v.name}: {v.type}" for v in args)
+            ret, ret_t = ", ".join(r.name for r in results), ", ".join(r.type for r in results)
+            regions.append("\n".join([f"{{\n{self.indent}^bb0({params}):"] + sub.lines
+                                     + [f'{sub.indent}"stablehlo.return"({ret}) : ({ret_t}) -> ()\n{self.indent}}}']))
+        return self.op_multi("stablehlo.while", list(carried), [(v.shape, v.dtype) for v in carried],
+                             region=", ".join(regions))
+
     # ---- constants
     def const(self, value, dtype: str, shape=()) -> V:
         lit = scalar_literal(value, dtype)

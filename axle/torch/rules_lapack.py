@@ -13,8 +13,11 @@ are. Real types only; complex inputs stay eager (Unsupported). Like torch.linalg
 leaves (infinities, NaNs), as in XLA."""
 from __future__ import annotations
 
+import math
+
 from axle.torch.registry import RULES, Unsupported, V, aten, rule, shape_of
 from axle.torch.rules_linalg import _diag_mask, _trsm
+from axle.torch.rules_reduce import dot
 
 _PREFIX = {"f32": "s", "f64": "d"}
 
@@ -229,3 +232,79 @@ def _householder_product(em, out, a, tau):
         raise Unsupported("householder_product: m >= n >= k and one dtype")
     (q,) = _lapack(em, "orgqr", [a, tau], [(a.shape, a.dtype)])
     return q
+
+
+# the Pade degree used per type and the largest 1-norm it keeps within the type's rounding
+# error (Higham, "The scaling and squaring method for the matrix exponential revisited",
+# 2005: theta_7 for single, theta_13 for double precision)
+_EXPM = {"f32": (7, 3.925724783138660, 23, 127, "i32"), "f64": (13, 5.371920351148152, 52, 1023, "i64")}
+
+
+def _pade(m: int) -> list:
+    """The [m/m] Pade coefficients of exp: b_k = (2m - k)! m! / ((2m)! k! (m - k)!)."""
+    f = math.factorial
+    return [f(2 * m - k) * f(m) / (f(2 * m) * f(k) * f(m - k)) for k in range(m + 1)]
+
+
+@rule(aten.linalg_matrix_exp.default)
+def _matrix_exp(em, out, a):
+    """exp(A) by scaling and squaring: A / 2^s with s = max(0, ceil(log2(|A|_1 / theta))) per
+    matrix, the [m/m] Pade approximant (m = 7 in f32, 13 in f64) by one LU solve, then s
+    squarings in a while loop (as many trips as the largest s of the batch; a matrix that
+    needs fewer keeps its value). The backward graph's block-matrix exponential comes here too."""
+    n = _square(a, "matrix_exp")
+    dtype = a.dtype
+    if dtype not in ("f32", "f64"):
+        if dtype not in ("f16", "bf16"):
+            raise Unsupported(f"matrix_exp of {dtype}")
+        a = em.convert(a, "f32")
+    if n == 0:
+        return em.convert(a, dtype)
+    m, theta, mant, bias, ity = _EXPM[a.dtype]
+    lead, dt = tuple(a.shape[:-2]), a.dtype
+    batch = list(range(len(lead)))
+    norm = em.reduce_simple(em.reduce_simple(em.unary("abs", a), [a.rank - 2], "add", 0), [a.rank - 2], "maximum",
+                            -math.inf)
+    s = em.unary("ceil", em.binary("divide", em.unary("log", em.binary("divide", norm, em.const(theta, dt, lead))),
+                                   em.const(math.log(2.0), dt, lead)))
+    s = em.binary("minimum", em.binary("maximum", s, em.const(0, dt, lead)), em.const(bias - 2, dt, lead))
+    s = em.convert(em.select(em.compare("EQ", s, s), s, em.const(0, dt, lead)), "i32")  # NaN: no scaling
+    bits = em.binary("shift_left", em.binary("subtract", em.const(bias, ity, lead), em.convert(s, ity)),
+                     em.const(mant, ity, lead))
+    scale = em.op("stablehlo.bitcast_convert", [bits], lead, dt)  # 2^-s exactly
+    x = em.binary("multiply", a, em.broadcast_in_dim(scale, a.shape, batch))
+    c = _pade(m)
+    eye = em.convert(_diag_mask(em, a.shape, 0), dt)
+
+    def comb(*terms):  # sum of coefficient x matrix
+        acc = None
+        for k, mat in terms:
+            t = em.binary("multiply", em.const(c[k], dt, a.shape), mat)
+            acc = t if acc is None else em.binary("add", acc, t)
+        return acc
+    x2 = dot(em, x, x, len(lead), dt)
+    x4 = dot(em, x2, x2, len(lead), dt)
+    x6 = dot(em, x4, x2, len(lead), dt)
+    if m == 7:
+        u = dot(em, x, comb((7, x6), (5, x4), (3, x2), (1, eye)), len(lead), dt)
+        v = comb((6, x6), (4, x4), (2, x2), (0, eye))
+    else:
+        inner_u = em.binary("add", dot(em, x6, comb((13, x6), (11, x4), (9, x2)), len(lead), dt),
+                            comb((7, x6), (5, x4), (3, x2), (1, eye)))
+        u = dot(em, x, inner_u, len(lead), dt)
+        v = em.binary("add", dot(em, x6, comb((12, x6), (10, x4), (8, x2)), len(lead), dt),
+                      comb((6, x6), (4, x4), (2, x2), (0, eye)))
+    lu, piv = _lu(em, em.binary("subtract", v, u))
+    r = _lu_solve(em, lu, piv, em.binary("add", v, u))
+    most = em.reduce_simple(s, list(range(len(lead))), "maximum", 0) if lead else s
+
+    def cond(sub, args):
+        return sub.compare("LT", args[0], args[3])
+
+    def body(sub, args):
+        i, cur, need, top = args
+        sq = dot(sub, cur, cur, len(lead), dt)
+        keep = sub.broadcast_in_dim(sub.compare("LT", sub.broadcast_in_dim(i, lead, []), need), cur.shape, batch)
+        return [sub.binary("add", i, sub.const(1, "i32")), sub.select(keep, sq, cur), need, top]
+    r = em.while_loop([em.const(0, "i32"), r, s, most], cond, body)[1]
+    return em.convert(r, dtype)

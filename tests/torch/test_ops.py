@@ -1,6 +1,7 @@
 """The lowering table op by op against eager PyTorch, for the dtypes PyTorch uses on the CPU
 (tolerances in op_harness.TOL; integers and bools exact). Each group of ops sharing their
 inputs is one compiled graph per dtype; each op's result is compared separately."""
+import numpy as np
 import pytest
 import torch
 
@@ -735,3 +736,34 @@ def test_inductor_fma_prim():
     exact = (a.double() * b.double() + c.double()).float()
     torch.testing.assert_close(got, exact, rtol=0, atol=0)
     torch.testing.assert_close(got, eager, rtol=2e-7, atol=3e-7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_exp(dtype):
+    """linalg_matrix_exp by scaling and squaring (rules_lapack.py): a batch whose matrices
+    need no squaring, a few and many (1-norms 0.05 to ~300), a zero matrix, a rotation
+    generator (skew-symmetric: the orthogonal parametrization's map), against SciPy's expm
+    in float64; and its backward (the block-matrix exponential torch's autograd builds)
+    through torch.compile against eager."""
+    import scipy.linalg
+    base = rand((5, 6, 6), dtype, -1, 1)
+    a = base * torch.tensor([0.01, 1.0, 8.0, 60.0, 0.0], dtype=dtype)[:, None, None]
+    skew = base[1] - base[1].mT
+    results = run_both({"expm": lambda a, s: (aten.linalg_matrix_exp.default(a),
+                                              aten.linalg_matrix_exp.default(s))}, [a, skew])
+    (got, got_skew), (eager, eager_skew) = results["expm"]
+    tol = 1e-6 if dtype == torch.float32 else 1e-13
+    for g, e, x in ((got, eager, a), (got_skew, eager_skew, skew)):  # as accurate as eager, matrix by matrix
+        want = torch.from_numpy(np.stack([scipy.linalg.expm(m) for m in x.double().reshape(-1, 6, 6).numpy()]))
+        err = lambda r: (r.double().reshape(-1, 6, 6) - want).abs().amax((1, 2)) / want.abs().amax((1, 2))  # noqa: E731
+        assert (err(g) <= 3 * err(e) + tol).all(), (err(g), err(e))
+    q = got_skew.double()
+    torch.testing.assert_close(q @ q.mT, torch.eye(6, dtype=torch.float64), rtol=0, atol=50 * tol)
+
+    torch._dynamo.reset()
+    x = (rand((3, 4, 4), dtype, -1, 1) * 2).requires_grad_()
+    w = rand((3, 4, 4), dtype, seed=1)
+    loss = lambda x: (torch.linalg.matrix_exp(x) * w).sum()  # noqa: E731
+    (g,) = torch.autograd.grad(torch.compile(loss, backend="axle")(x), x)
+    (e,) = torch.autograd.grad(loss(x), x)
+    torch.testing.assert_close(g, e, rtol=20 * tol, atol=20 * tol * float(e.abs().max()))
