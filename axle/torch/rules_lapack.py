@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from axle.torch.registry import RULES, Unsupported, V, aten, rule, shape_of
-from axle.torch.rules_linalg import _diag_mask, _trsm
+from axle.torch.rules_linalg import _diag_mask, _plane_mask, _trsm
 from axle.torch.rules_reduce import dot
 
 _PREFIX = {"f32": "s", "f64": "d"}
@@ -308,3 +308,31 @@ def _matrix_exp(em, out, a):
         return [sub.binary("add", i, sub.const(1, "i32")), sub.select(keep, sq, cur), need, top]
     r = em.while_loop([em.const(0, "i32"), r, s, most], cond, body)[1]
     return em.convert(r, dtype)
+
+
+@rule(aten.linalg_qr.default)
+def _qr(em, out, a, mode="reduced"):
+    """Householder QR (geqrf), Q formed by orgqr from the packed reflectors (zero columns
+    appended first where mode="complete" asks for all m columns of a tall A), R the upper
+    triangle of the packed factor."""
+    if mode not in ("reduced", "complete", "r"):
+        raise Unsupported(f"linalg_qr mode {mode!r}")
+    lead, m, n = tuple(a.shape[:-2]), a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    packed, tau = _lapack(em, "geqrf", [a], [(a.shape, a.dtype), (lead + (k,), a.dtype)])
+    rows = m if mode == "complete" else k
+    r = packed if rows == m else em.slice(packed, [0] * a.rank, lead + (rows, n), [1] * a.rank)
+    upper = _plane_mask(em, r.shape, lambda i, j: em.compare("GE", j, i))
+    r = em.select(upper, r, em.const(0, a.dtype, r.shape))
+    if mode == "r":
+        return em.const(0, out[0][1], shape_of(out[0])), r
+    cols = m if mode == "complete" else k
+    if cols > n:  # a tall A's complete Q: orgqr over m columns, the reflectors in the first n
+        zero = em.const(0, a.dtype)
+        basis = em.pad(packed, zero, [0] * a.rank, [0] * (a.rank - 1) + [cols - n])
+    elif cols < n:  # a wide A: Q from the first m columns
+        basis = em.slice(packed, [0] * a.rank, lead + (m, cols), [1] * a.rank)
+    else:
+        basis = packed
+    (q,) = _lapack(em, "orgqr", [basis, tau], [(basis.shape, a.dtype)])
+    return q, r

@@ -685,7 +685,8 @@ def test_lu_eigh_svd_householder(dtype):
     negative determinant, a row exchange), solve (matrix and vector right-hand sides, a
     batch broadcast), inv, lu_factor with lu_solve (left / right, adjoint), eigh (both
     triangles), svd (reduced, full, values only: compared through U S Vh and the values),
-    householder_product, _foreach_norm."""
+    householder_product, _foreach_norm, linalg_qr (tall, wide and square; reduced, complete,
+    R only: the same Householder signs as eager's LAPACK)."""
     a = rand((2, 5, 5), dtype, -1, 1) + 2 * torch.eye(5, dtype=dtype)
     a[1, [0, 3]] = a[1, [3, 0]]  # a row exchange: det's sign flips
     b = rand((2, 5, 3), dtype, seed=1)
@@ -717,6 +718,9 @@ def test_lu_eigh_svd_householder(dtype):
             for full in (False, True)) + (aten._linalg_svd.default(w, compute_uv=False)[1],),
         "householder": lambda a, b, v, s, w: aten.linalg_householder_product.default(w, w[:, 0, :3] * 0.3),
         "foreach_norm": lambda a, b, v, s, w: tuple(aten._foreach_norm.Scalar([a, b, w], 2)),
+        "qr": lambda a, b, v, s, w: tuple(t for x in (w, w.mT, a) for mode in ("reduced", "complete")
+                                          for t in aten.linalg_qr.default(x, mode))
+        + (aten.linalg_qr.default(w, "r")[1],),
     }
     results = run_both(ops, [a, b, v, s, w])
     for name, (got, want) in results.items():
