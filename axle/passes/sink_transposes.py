@@ -29,9 +29,14 @@ move below it only where every path from them ends in a transpose that cancels (
 reduce), so that no transpose is added.
 
 Which transposes start it: those of a convolution's result (what a layout change around a
-convolution leaves), and then the transposes the rewrite itself moves down. Transposes
-that a program wrote are left where they are: sinking those could move them away from a
-dot that reads them for free (transpose-fold) or make a value live in two layouts.
+convolution leaves), and then the transposes the rewrite itself moves down. Other
+transposes (a program's own) start it only where every reader takes x and every path from
+them ends in a transpose that cancels (or a reduce): a channels-last PyTorch backward
+reads a saved NHWC activation as NCHW for SiLU's derivative and transposes the product
+back (a fused loop that read both operands across the innermost dimension: 0.85 ms for
+8 x 16 x 16 x 64 values, 0.06 ms once the pair cancels). Elsewhere they are left where they
+are: sinking those could move them away from a dot that reads them for free
+(transpose-fold) or make a value live in two layouts.
 """
 from __future__ import annotations
 
@@ -228,6 +233,15 @@ def _sink(t: Operation, work: list, gone: set) -> bool:
     return True
 
 
+def _all_cancel(t: Operation) -> bool:
+    """Whether every reader of t takes x and every path from t ends in a cancelling
+    transpose or a reduce (sinking t then adds no transpose anywhere)."""
+    perm = _perm(t)
+    readers = list(dict.fromkeys(t.results[0].users))
+    return (bool(readers) and all(_reader_ok(u, t, perm) for u in readers)
+            and _cancels_below(t.results[0], perm, 8))
+
+
 @register_pass
 class SinkTransposes(Pass):
     """Pass 'sink-transposes' (see the module docstring)."""
@@ -235,9 +249,9 @@ class SinkTransposes(Pass):
     name = "sink-transposes"
 
     def run(self, module: Module) -> bool:
-        work = [op for op in module.walk() if op.name == "stablehlo.transpose"
-                and isinstance(getattr(op.operands[0], "owner", None), Operation)
-                and op.operands[0].owner.name in STARTS]
+        work = [op for op in module.walk() if op.name == "stablehlo.transpose" and (
+            (isinstance(getattr(op.operands[0], "owner", None), Operation) and op.operands[0].owner.name in STARTS)
+            or _all_cancel(op))]
         changed = False
         gone: set = set()  # ops erased on the way (a worklist entry may be one)
         while work:

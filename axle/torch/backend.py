@@ -89,6 +89,8 @@ class CompiledGraph:
                 results.append(rest[0])
                 continue
             t = from_numpy(outs[rest[0]])
+            if rest[2] is not None:  # computed in memory order (lower_graph): the view eager's strides make
+                t = t.permute([rest[2].index(d) for d in range(t.dim())])
             if rest[1] is not None:  # eager consumers (a kernel's backward) may expect torch's strides
                 t = with_strides(t, rest[1])
             results.append(t)

@@ -189,7 +189,10 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
             stride = sizes.value(tuple(val.stride())) if isinstance(val, torch.Tensor) else None
             if stride is not None and stride == _contiguous_strides(v.shape):
                 stride = None
-            plan.append(("tensor", len(results), stride))
+            order = physical_order(val) if input_views and stride is not None and v.rank >= 2 else None
+            if order is not None:  # (channels-last) returned in memory order: torch gets a view, no copy
+                v = em.transpose(v, order)
+            plan.append(("tensor", len(results), stride, order))
             results.append(v)
         else:
             plan.append(("value", sizes.value(v)))

@@ -173,3 +173,29 @@ def test_pooling_and_concatenate_in_the_convolutions_layout():
     exe = axle.compile(POOL_CONCAT, backend="cpu")
     for g, w in zip(exe.execute(args), want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-4)
+
+
+def test_program_transpose_whose_paths_all_cancel_sinks():
+    """A channels-last backward's SiLU derivative: a saved NHWC argument read as NCHW,
+    elementwise work on it, every path transposed back to NHWC. The pair cancels (no
+    transpose left), where a program transpose with a path that does not cancel stays
+    (test_program_transposes_are_left_alone); compiled against the interpreter."""
+    text = """
+func.func @main(%a: tensor<2x4x4x8xf32>, %c: tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32> {
+  %t = stablehlo.transpose %a, dims = [0, 3, 1, 2] : (tensor<2x4x4x8xf32>) -> tensor<2x8x4x4xf32>
+  %s = stablehlo.logistic %t : tensor<2x8x4x4xf32>
+  %sb = stablehlo.transpose %s, dims = [0, 2, 3, 1] : (tensor<2x8x4x4xf32>) -> tensor<2x4x4x8xf32>
+  %g = stablehlo.multiply %c, %sb : tensor<2x4x4x8xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<2x8x4x4xf32>
+  %d = stablehlo.subtract %one, %s : tensor<2x8x4x4xf32>
+  %e = stablehlo.multiply %t, %d : tensor<2x8x4x4xf32>
+  %f = stablehlo.add %e, %one : tensor<2x8x4x4xf32>
+  %fb = stablehlo.transpose %f, dims = [0, 2, 3, 1] : (tensor<2x8x4x4xf32>) -> tensor<2x4x4x8xf32>
+  %r = stablehlo.multiply %g, %fb : tensor<2x4x4x8xf32>
+  return %r : tensor<2x4x4x8xf32>
+}
+"""
+    m, args, want = _lowered(text)
+    assert not _ops(m, "stablehlo.transpose")
+    exe = axle.compile(text, backend="cpu")
+    np.testing.assert_allclose(exe.execute(args)[0], want[0], rtol=1e-6, atol=1e-6)
