@@ -65,6 +65,9 @@ FLAGS = {f.name: f for f in [
     # cache bounds (least recently used entries go first)
     Flag("memory_cache_programs", 256, "compiled CPU programs kept in memory per process (the "
                                        "executable cache of backends/cpu/executable.py); 0: no limit"),
+    Flag("result_pool_bytes", 1 << 30, "bytes of freed result buffers the CPU runtime keeps mapped "
+                                       "for the next calls' results (backends/cpu/result_pool.py); "
+                                       "0: every result freshly allocated"),
     Flag("jit_cache_entries", 64, "compiled signatures kept per function by axle.jax.jit and per "
                                   "graph by the torch backend; 0: no limit"),
 ]}

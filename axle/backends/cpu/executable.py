@@ -42,7 +42,7 @@ from axle import forks
 from axle import profiler as _profiler
 from axle.flags import flag
 from axle.lru import LRU
-from axle.backends.cpu import disk_cache
+from axle.backends.cpu import disk_cache, result_pool
 from axle.backends.cpu.compiler import Program, compile_function
 from axle.backends.cpu.linking import link_object
 from axle.backends.cpu.llvm_env import compile_to_object
@@ -129,7 +129,7 @@ class NativeProgram:
 
     def run(self, args: list) -> list:
         """Run on checked arguments: exact, C-contiguous np.ndarrays of the right dtypes/shapes."""
-        outs = [np.empty(s, d) for s, d in self._outs]
+        outs = [result_pool.empty(s, d) for s, d in self._outs]
         if self._alias:
             for k, j in self._alias:
                 outs[k] = args[j]
