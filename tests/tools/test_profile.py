@@ -205,3 +205,34 @@ def test_axle_explain_command_measures_the_machine(tmp_path, capsys):
     m = explain.measure_machine()
     assert m.memory_bandwidth > 1e8 and m.cache_bandwidth > 1e8 and m.peak_flops > 1e8
     assert explain.measure_machine() is m  # measured once per process
+
+
+def test_operation_counts_of_lapack_calls_and_ffts():
+    """The profile's flop column for library work: a batched LU (2/3 n^3 per matrix), a
+    Cholesky (n^3 / 3), a triangular solve (n^2 per right-hand side column), a batch of
+    complex FFTs (5 N log2 N per row) and a real one (half), not one per result element."""
+    from axle.backends.cpu.costs import op_flops
+    m = parse_module("""
+func.func @main(%a: tensor<3x64x64xf32>, %b: tensor<64x10xf32>, %c: tensor<8x256xcomplex<f32>>,
+                %r: tensor<8x256xf32>) -> (tensor<3x64x64xf32>, tensor<64x64xf32>, tensor<64x10xf32>,
+                                          tensor<8x256xcomplex<f32>>, tensor<8x129xcomplex<f32>>) {
+  %lu:3 = "stablehlo.custom_call"(%a) {call_target_name = "lapack_sgetrf_ffi", api_version = 4 : i32}
+      : (tensor<3x64x64xf32>) -> (tensor<3x64x64xf32>, tensor<3x64xi32>, tensor<3xi32>)
+  %a0 = stablehlo.slice %a [0:1, 0:64, 0:64] : (tensor<3x64x64xf32>) -> tensor<1x64x64xf32>
+  %a1 = stablehlo.reshape %a0 : (tensor<1x64x64xf32>) -> tensor<64x64xf32>
+  %ch:2 = "stablehlo.custom_call"(%a1) {call_target_name = "lapack_spotrf_ffi", api_version = 4 : i32,
+      mhlo.backend_config = {uplo = 76 : ui8}} : (tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<i32>)
+  %x = "stablehlo.custom_call"(%a1, %b) {call_target_name = "lapack_strsm_ffi", api_version = 4 : i32}
+      : (tensor<64x64xf32>, tensor<64x10xf32>) -> tensor<64x10xf32>
+  %f = stablehlo.fft %c, type = FFT, length = [256] : (tensor<8x256xcomplex<f32>>) -> tensor<8x256xcomplex<f32>>
+  %g = stablehlo.fft %r, type = RFFT, length = [256] : (tensor<8x256xf32>) -> tensor<8x129xcomplex<f32>>
+  return %lu#0, %ch#0, %x, %f, %g : tensor<3x64x64xf32>, tensor<64x64xf32>, tensor<64x10xf32>, tensor<8x256xcomplex<f32>>, tensor<8x129xcomplex<f32>>
+}
+""")
+    ops = {op.attr("call_target_name") if op.name == "stablehlo.custom_call" else str(op.attr("fft_type")): op
+           for op in m.walk() if op.name in ("stablehlo.custom_call", "stablehlo.fft")}
+    assert op_flops(ops["lapack_sgetrf_ffi"]) == pytest.approx(3 * 2 / 3 * 64 ** 3, rel=1e-6)
+    assert op_flops(ops["lapack_spotrf_ffi"]) == 64 ** 3 // 3
+    assert op_flops(ops["lapack_strsm_ffi"]) == 64 * 64 * 10
+    assert op_flops(ops["FFT"]) == 8 * 5 * 256 * 8
+    assert op_flops(ops["RFFT"]) == 8 * 5 * 256 * 8 // 2

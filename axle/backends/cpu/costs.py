@@ -79,7 +79,54 @@ def op_flops(op) -> int:
     if name in ("stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.select_and_scatter",
                 "stablehlo.scatter", "stablehlo.sort"):
         return sum(_elements(v) for v in op.operands[: max(len(op.operands) // 2, 1)])
+    if name == "stablehlo.fft":
+        return _fft_flops(op)
+    if name == "stablehlo.custom_call" and op.operands:
+        return _lapack_flops(op, out)
     return out
+
+
+def _fft_flops(op) -> int:
+    """5 N log2 N per complex transform of N points (half for real ones), per batch row."""
+    lengths = [int(n) for n in op.attr("fft_length")]
+    n = int(np.prod(lengths, dtype=np.int64))
+    rows = _elements(op.operands[0]) // max(int(np.prod(op.operands[0].type.shape[-len(lengths):])), 1)
+    real = str(op.attr("fft_type")) in ("RFFT", "IRFFT")
+    return int(rows * 5 * n * np.log2(max(n, 2)) / (2 if real else 1))
+
+
+# LAPACK / BLAS routines (jaxlib's custom calls) by family: the textbook operation count of
+# one m x n problem (k = min(m, n))
+_LAPACK = {
+    "getrf": lambda m, n, k, r: m * n * k - (m + n) * k * k / 2 + k ** 3 / 3 * 2,
+    "potrf": lambda m, n, k, r: n ** 3 / 3,
+    "trsm": lambda m, n, k, r: m * r,  # r: the right-hand side's elements
+    "geqrf": lambda m, n, k, r: 2 * m * n * k - (m + n) * k * k + 2 * k ** 3 / 3,
+    "orgqr": lambda m, n, k, r: 4 * m * n * k - 2 * (m + n) * k * k + 4 * k ** 3 / 3,
+    "syevd": lambda m, n, k, r: 9 * n ** 3,
+    "gesdd": lambda m, n, k, r: 4 * m * n * k + 22 * k ** 3,
+    "gesvd": lambda m, n, k, r: 4 * m * n * k + 22 * k ** 3,
+    "geev": lambda m, n, k, r: 25 * n ** 3,
+    "gees": lambda m, n, k, r: 25 * n ** 3,
+    "gehrd": lambda m, n, k, r: 10 * n ** 3 / 3,
+    "sytrd": lambda m, n, k, r: 4 * n ** 3 / 3,
+}
+
+
+def _lapack_flops(op, out: int) -> int:
+    """A LAPACK custom call's operation count (its matrices' trailing two dimensions,
+    batched over the leading ones); other custom calls: one per result element."""
+    target = str(op.attr("call_target_name")) if "call_target_name" in op.attributes else ""
+    family = next((f for f in _LAPACK if f in target), None)
+    t = op.operands[0].type
+    if family is None or not isinstance(t, TensorType) or not t.is_static or t.rank < 2:
+        return out
+    m, n = int(t.shape[-2]), int(t.shape[-1])
+    batch = int(np.prod(t.shape[:-2], dtype=np.int64))
+    rhs = op.operands[1].type if len(op.operands) > 1 else None
+    r = int(rhs.shape[-1]) * int(rhs.shape[-2]) if family == "trsm" and isinstance(rhs, TensorType) \
+        and rhs.rank >= 2 else 1
+    return int(batch * _LAPACK[family](m, n, min(m, n), r))
 
 
 def kernel_flops(kernel) -> int:
