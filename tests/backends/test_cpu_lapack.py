@@ -182,10 +182,12 @@ def test_operand_producers_fuse_into_the_copy_in():
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("transpose", [False, True])
 @pytest.mark.parametrize("unit", [False, True])
-def test_triangular_solves_on_row_major_buffers(left, lower, transpose, unit, monkeypatch):
+@pytest.mark.parametrize("nrhs", [4, 1])
+def test_triangular_solves_on_row_major_buffers(left, lower, transpose, unit, nrhs, monkeypatch):
     """Real triangular solves run on the row-major buffers (kernels_lapack._trsm_in_place:
-    the other side and triangle of the column-major routine): every side, triangle,
-    transposition and diagonal, batched, against numpy and against the copying path."""
+    the other side and triangle of the column-major routine; one right-hand side through
+    trsv): every side, triangle, transposition and diagonal, batched, against numpy and
+    against the copying path."""
     import jax
     from jax import lax
     from axle.backends.cpu import kernel_set  # noqa: F401  (the kernels, in their order)
@@ -193,7 +195,7 @@ def test_triangular_solves_on_row_major_buffers(left, lower, transpose, unit, mo
     from axle.backends.cpu import executable as cpu_exe
     r = np.random.default_rng(3)
     a = (r.standard_normal((3, 6, 6)) * 0.3 + 3 * np.eye(6)).astype(np.float32)
-    b = r.standard_normal((3, 6, 4) if left else (3, 4, 6)).astype(np.float32)
+    b = r.standard_normal((3, 6, nrhs) if left else (3, nrhs, 6)).astype(np.float32)
     f = jax.jit(lambda a, b: lax.linalg.triangular_solve(a, b, left_side=left, lower=lower,
                                                          transpose_a=transpose, unit_diagonal=unit))
     text = f.lower(a, b).as_text()
@@ -202,7 +204,11 @@ def test_triangular_solves_on_row_major_buffers(left, lower, transpose, unit, mo
         monkeypatch.setattr(kernels_lapack, "TRSM_IN_PLACE", in_place)
         with disk_cache.disabled():
             cpu_exe.clear_memory_cache()
-            outs.append(axle.compile(text, backend="cpu").execute([a, b])[0])
+            exe = axle.compile(text, backend="cpu")
+            outs.append(exe.execute([a, b])[0])
+            if in_place:
+                libs = {k.library for k in exe.program.kernels}
+                assert ("blas.strsv" if nrhs == 1 else "blas.strsm") in libs, libs
             cpu_exe.clear_memory_cache()
     t = np.tril(a) if lower else np.triu(a)
     if unit:

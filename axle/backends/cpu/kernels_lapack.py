@@ -30,6 +30,7 @@ from llvmlite import ir
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import KERNELS, KernelDef
 from axle.backends.cpu.lapack_symbols import register_symbols, symbol_name
+from axle.backends.cpu.llvm_env import EXTERNAL_SYMBOLS
 from axle.codegen import scalar as S
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar import I1, I8, I32, I64
@@ -254,7 +255,11 @@ def trsm_row_major(ctx: Context, a, rhs, result, batch: int, left: bool, lower: 
     row-major, real: BLAS's trsm on the buffers as they are. A row-major matrix is its
     transpose in column-major order, so the equation is X^T op(A)^T = B^T: the routine
     with the other side and the other triangle (the same transposition), on `cols` x
-    `rows` column-major matrices. B is copied into X's buffer first (unless it is X's)."""
+    `rows` column-major matrices. B is copied into X's buffer first (unless it is X's).
+    One right-hand side (a vector: cols == 1 left, rows == 1 right) goes to trsv, which
+    OpenBLAS runs 2-5x faster than trsm with one row or column (256 x 256: 8 against 15-37
+    us): op(A) x = b on the row-major A is A's transpose's solve in column-major order, so
+    the triangle flips and, for the left side, the transposition too."""
     from axle.backends.cpu import blas
     register_symbols()
     blas.available()  # binds OpenBLAS's per-thread thread-count setter
@@ -264,14 +269,25 @@ def trsm_row_major(ctx: Context, a, rhs, result, batch: int, left: bool, lower: 
     dt = np.dtype(_ty(result).dtype)
     et = element_type_of(dt)
     k = rows if left else cols
-    chars = [ord("R" if left else "L"), ord("U" if lower else "L"), trans, ord("U" if unit else "N")]
-    consts = [_slot(ctx, I8, ir.Constant(I8, c)) for c in chars]
-    consts += [_slot(ctx, I32, ir.Constant(I32, cols)), _slot(ctx, I32, ir.Constant(I32, rows)),
-               _slot(ctx, S.reg_type(et), S.constant(et, 1))]
-    lda, ldb = _slot(ctx, I32, ir.Constant(I32, max(k, 1))), _slot(ctx, I32, ir.Constant(I32, max(cols, 1)))
-    routine = ("s" if dt.itemsize == 4 else "d") + "trsm"
+    lda = _slot(ctx, I32, ir.Constant(I32, max(k, 1)))
+    prefix = "s" if dt.itemsize == 4 else "d"
+    vector = (cols == 1) if left else (rows == 1)
+    if vector and symbol_name(prefix + "trsv") in EXTERNAL_SYMBOLS:
+        if left:
+            trans = ord("T") if trans == ord("N") else ord("N")
+        chars = [ord("U" if lower else "L"), trans, ord("U" if unit else "N")]
+        consts = [_slot(ctx, I8, ir.Constant(I8, c)) for c in chars] + [_slot(ctx, I32, ir.Constant(I32, k))]
+        tail = [lda, None, _slot(ctx, I32, ir.Constant(I32, 1))]
+        routine, nargs = prefix + "trsv", 8
+    else:
+        chars = [ord("R" if left else "L"), ord("U" if lower else "L"), trans, ord("U" if unit else "N")]
+        consts = [_slot(ctx, I8, ir.Constant(I8, c)) for c in chars]
+        consts += [_slot(ctx, I32, ir.Constant(I32, cols)), _slot(ctx, I32, ir.Constant(I32, rows)),
+                   _slot(ctx, S.reg_type(et), S.constant(et, 1))]
+        tail = [lda, None, _slot(ctx, I32, ir.Constant(I32, max(cols, 1)))]
+        routine, nargs = prefix + "trsm", 11
     name = symbol_name(routine)
-    fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * 11), name)
+    fn = ctx.mod.globals.get(name) or ir.Function(ctx.mod, ir.FunctionType(ir.VoidType(), [P8] * nargs), name)
     blas.set_threads(ctx.mod, b, 1)
     pa, px = b.bitcast(ctx.buffer(a), P8), b.bitcast(ctx.buffer(result), P8)
 
@@ -279,7 +295,7 @@ def trsm_row_major(ctx: Context, a, rhs, result, batch: int, left: bool, lower: 
         bb = em.b
         at_a = bb.gep(pa, [bb.mul(bi, em.const_i64(k * k * dt.itemsize))], inbounds=True)
         at_x = bb.gep(px, [bb.mul(bi, em.const_i64(rows * cols * dt.itemsize))], inbounds=True)
-        bb.call(fn, consts + [at_a, lda, at_x, ldb])
+        bb.call(fn, consts + [at_a, tail[0], at_x, tail[2]])
     if rows * cols and batch:
         em.for_range_dynamic(em.const_i64(0), em.const_i64(batch), one)
     ctx.mark_library(f"blas.{routine}")

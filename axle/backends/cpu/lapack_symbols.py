@@ -24,3 +24,8 @@ def register_symbols() -> None:
                 EXTERNAL_SYMBOLS[symbol_name(name)] = routine_address("blas" if fam == "trsm" else "lapack", name)
             except LapackError:
                 continue
+    for name in ("strsv", "dtrsv"):  # (one right-hand side: kernels_lapack.trsm_row_major)
+        try:
+            EXTERNAL_SYMBOLS[symbol_name(name)] = routine_address("blas", name)
+        except LapackError:
+            continue
