@@ -254,3 +254,31 @@ def test_stablehlo_triangular_solve_of_order_16_and_more_on_blas(dtype, left, lo
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     ref = axle.interpret(text, a, b)
     np.testing.assert_allclose(got, ref[0] if isinstance(ref, (list, tuple)) else ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_solves_with_one_right_hand_side_call_trsv(dtype):
+    """jnp.linalg.solve / lu_solve with a vector (the triangular factor read through the
+    info check's select: the copying path) and a right-side solve of one row: trsv, not
+    trsm with one column, against numpy, batched."""
+    import jax
+    import jax.numpy as jnp
+    r = np.random.default_rng(5)
+    n = 24
+    a = (r.standard_normal((3, n, n)) + n * np.eye(n)).astype(dtype)
+    b = r.standard_normal((3, n)).astype(dtype)
+    fns = {
+        "solve": (lambda a, b: jnp.linalg.solve(a, b[..., None])[..., 0], np.linalg.solve(a, b[..., None])[..., 0]),
+        "lu_solve_T": (lambda a, b: jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(a), b[..., None], trans=1)[..., 0],
+                       np.linalg.solve(np.swapaxes(a, 1, 2), b[..., None])[..., 0]),
+        "right_upper_T": (lambda a, b: jax.lax.linalg.triangular_solve(a, b[:, None, :], left_side=False, lower=False,
+                                                                      transpose_a=True)[:, 0],
+                          np.linalg.solve(np.triu(a), b[..., None])[..., 0]),
+    }
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    with jax.enable_x64(dtype == np.float64):
+        for name, (f, want) in fns.items():
+            exe = axle.compile(jax.jit(f).lower(a, b).as_text(), backend="cpu")
+            libs = {k.library for k in exe.program.kernels if k.library}
+            assert any(lib.endswith("trsv") for lib in libs) and not any(lib.endswith("trsm") for lib in libs), libs
+            np.testing.assert_allclose(exe.execute([a, b])[0], want, rtol=tol, atol=tol, err_msg=name)

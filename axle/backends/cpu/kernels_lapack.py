@@ -24,6 +24,8 @@ custom-call targets go to the kernel registered before this module.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from llvmlite import ir
 
@@ -301,11 +303,29 @@ def trsm_row_major(ctx: Context, a, rhs, result, batch: int, left: bool, lower: 
     ctx.mark_library(f"blas.{routine}")
 
 
+def _as_trsv(plan: Plan) -> Plan:
+    """A real column-major trsm with one right-hand side (left: n == 1, right: m == 1) as
+    trsv (see trsm_row_major); other plans as they are."""
+    p = plan.routine[0]
+    if plan.routine[1:] != "trsm" or p not in "sd" or symbol_name(p + "trsv") not in EXTERNAL_SYMBOLS:
+        return plan
+    side, uplo, trans, diag, m, n = (plan.args[i][1] for i in range(6))
+    left = side == ord("L")
+    if not ((left and n == 1) or (not left and m == 1)):
+        return plan
+    if not left:  # x op(A) = b is op(A)^T x = b
+        trans = ord("T") if trans == ord("N") else ord("N")
+    args = [("char", uplo), ("char", trans), ("char", diag), ("int", m if left else n), plan.args[7], plan.args[8],
+            plan.args[9], ("int", 1)]
+    return dataclasses.replace(plan, routine=p + "trsv", args=args)
+
+
 def emit_lapack(ctx: Context, op: Operation) -> None:
     plan = plan_for(op)
     register_symbols()
     if TRSM_IN_PLACE and _trsm_in_place(ctx, op, plan):
         return
+    plan = _as_trsv(plan)
     from axle.backends.cpu import blas
     blas.available()  # binds OpenBLAS's per-thread thread-count setter, called before the routine
     from axle.backends.cpu.parallel import max_threads
