@@ -213,7 +213,10 @@ _VIEW_OPS = {torch.ops.aten.t.default, torch.ops.aten.permute.default, torch.ops
 
 def _view_of_input(x, placeholders) -> Optional[tuple]:
     """(placeholder index, the view nodes from it to x in order) when x is a chain of view
-    ops (with static arguments) on a graph input, else None."""
+    ops (with static arguments) on a graph input, or the input itself (a training forward
+    returns each weight it saves for the backward: handed back as torch's tensor, as eager
+    saves it, not copied on every call: 45 of a ResNet-18 forward's 52 MB of results), else
+    None."""
     chain = []
     while isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target in _VIEW_OPS:
         rest = list(x.args[1:]) + list(x.kwargs.values())
@@ -221,7 +224,7 @@ def _view_of_input(x, placeholders) -> Optional[tuple]:
             return None
         chain.append(x)
         x = x.args[0]
-    if not chain or not isinstance(x, torch.fx.Node) or x.op != "placeholder":
+    if not isinstance(x, torch.fx.Node) or x.op != "placeholder":
         return None
     return placeholders.index(x), tuple(reversed(chain))
 

@@ -192,6 +192,34 @@ def test_channels_last_outputs_are_views_of_memory_order_results():
     assert any(o == [0, 2, 3, 1] for o in orders), orders
 
 
+def test_saved_weights_are_handed_back_not_copied():
+    """A convolution's training forward returns the weight itself for the backward: the
+    graph output is the input tensor (a view entry with no view ops), not a copy made on
+    every call; the gradients equal eager's."""
+    from axle.torch import backend
+    built = []
+    real = backend.CompiledGraph._build
+
+    def spy(self, args):
+        entry = real(self, args)
+        built.append((self.name, entry[1]))
+        return entry
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(16, 32, 3, padding=1, bias=False)
+    ref = copy.deepcopy(model)
+    x = torch.randn(2, 16, 5, 5)
+    backend.CompiledGraph._build = spy
+    try:
+        torch._dynamo.reset()
+        (torch.compile(model, backend="axle")(x) ** 2).sum().backward()
+    finally:
+        backend.CompiledGraph._build = real
+    (ref(x) ** 2).sum().backward()
+    torch.testing.assert_close(model.weight.grad, ref.weight.grad, rtol=1e-4, atol=1e-4)
+    fwd = [lw for name, lw in built if name == "forward graph"]
+    assert fwd and any(e[0] == "view" and e[2] == () for e in fwd[0].outputs), fwd[0].outputs
+
+
 def test_outputs_with_zero_strides_keep_eager_layout():
     """A training graph whose saved tensors are expands (F.normalize's norms broadcast for the
     backward; a squeezed broadcast in a backward's results) used to fail at call time:
