@@ -77,6 +77,8 @@ class CompiledGraph:
         exe, lowered = entry
         tensors = [to_numpy(a if perm is None else a.permute(perm))
                    for a, perm in zip((a for a in args if isinstance(a, torch.Tensor)), lowered.arg_perms)]
+        if lowered.rng_state:  # torch's generator decides the graph's random numbers (manual_seed)
+            tensors.append(torch.randint(-2 ** 63, 2 ** 63 - 1, (2,), dtype=torch.int64).numpy().view("uint64"))
         outs = exe.execute(tensors)
         self.calls += 1
         STATS["axle_calls"] += 1

@@ -69,6 +69,8 @@ class Emitter:
         self.indent = "    "
         self.constants: dict = {}  # value name -> numpy array, for constants made by dense()
         self.quant: dict = {}  # value name -> quantization facts (rules_quant.py)
+        self.rng_state = None  # the graph's random state argument, once a rule asks for bits
+        self._rng_now = None  # the state after the bits drawn so far
 
     def fresh(self, hint: str = "v") -> str:
         self._n += 1
@@ -119,6 +121,19 @@ class Emitter:
         lines = [f"{{\n{self.indent}^bb0({params}):"] + sub.lines
         lines.append(f'{sub.indent}"stablehlo.return"({ret}) : ({ret_t}) -> ()\n{self.indent}}}')
         return "\n".join(lines)
+
+    def uniform(self, shape) -> V:
+        """f32 values uniform in [0, 1) (24 random bits each), a fresh stream on every
+        call: Threefry from a state the graph takes as an extra argument (`rng_state`, which
+        the caller draws from torch's generator on every call)."""
+        if self.rng_state is None:
+            self.rng_state = self._rng_now = V("%rng_state", (2,), "ui64")
+        state, bits = self.op_multi("stablehlo.rng_bit_generator", [self._rng_now],
+                                    [((2,), "ui64"), (tuple(shape), "ui32")],
+                                    "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>")
+        self._rng_now = state
+        top = self.binary("shift_right_logical", bits, self.const(8, "ui32", tuple(shape)))
+        return self.binary("multiply", self.convert(top, "f32"), self.const(2.0 ** -24, "f32", tuple(shape)))
 
     def while_loop(self, carried, cond, body) -> list[V]:
         """stablehlo.while over the values `carried`: cond(em, args) -> a 0-d i1 value,

@@ -71,6 +71,9 @@ class Lowered:
     # per tensor argument: the dimension order it is passed in (call with t.permute(order)),
     # None for row-major
     arg_perms: list = field(default_factory=list)
+    # whether @main takes a last argument tensor<2xui64>: the state of the graph's random
+    # numbers (dropout, bernoulli), a fresh draw from torch's generator on every call
+    rng_state: bool = False
 
 
 class _Sizes:
@@ -196,13 +199,15 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
             results.append(v)
         else:
             plan.append(("value", sizes.value(v)))
+    if em.rng_state is not None:
+        params.append(f'{em.rng_state.name}: {em.rng_state.type} {{axle.name = "rng_state"}}')
     ret = ", ".join(v.name for v in results)
     ret_t = ", ".join(v.type for v in results)
     sig_t = ", ".join(v.type + (f" {{{result_attrs[k]}}}" if result_attrs and result_attrs[k] else "")
                       for k, v in enumerate(results))
     text = (f"func.func @main({', '.join(params)}) -> ({sig_t}) {{\n" + "\n".join(em.lines)
             + f'\n    "func.return"({ret}) : ({ret_t}) -> ()\n}}\n')
-    return Lowered(text, plan, names, arg_perms)
+    return Lowered(text, plan, names, arg_perms, rng_state=em.rng_state is not None)
 
 
 _VIEW_OPS = {torch.ops.aten.t.default, torch.ops.aten.permute.default, torch.ops.aten.transpose.int,

@@ -159,9 +159,27 @@ def _bn_no_stats(em, out, x, w, b, training, momentum, eps):
 
 @rule(aten.native_dropout.default)
 def _dropout(em, out, x, p, train):
-    if train and p > 0:
-        raise Unsupported("native_dropout in training (needs torch's random stream)")
-    return x, em.const(True, "i1", x.shape)
+    """Dropout in training: each element kept with probability 1 - p and scaled by
+    1 / (1 - p); the mask comes back for the backward. The random numbers are axle's
+    (Threefry, seeded from torch's generator on every call: torch.manual_seed decides
+    them), not eager's own stream, as with inductor."""
+    if not train or p == 0:
+        return x, em.const(True, "i1", x.shape)
+    if p >= 1:
+        return em.const(0, x.dtype, x.shape), em.const(False, "i1", x.shape)
+    keep = em.compare("LT", em.uniform(x.shape), em.const(1.0 - float(p), "f32", x.shape))
+    scaled = em.binary("multiply", x, em.const(1.0 / (1.0 - float(p)), x.dtype, x.shape))
+    return em.select(keep, scaled, em.const(0, x.dtype, x.shape)), keep
+
+
+@rule(aten.bernoulli.p)
+def _bernoulli_p(em, out, x, p=0.5, *, generator=None):
+    """Ones with probability p, zeros otherwise, of x's shape and type (timm's stochastic
+    depth); axle's random numbers, seeded from torch's generator (see native_dropout)."""
+    if generator is not None:
+        raise Unsupported("bernoulli with an explicit generator")
+    hit = em.compare("LT", em.uniform(x.shape), em.const(float(p), "f32", x.shape))
+    return em.convert(hit, x.dtype)
 
 
 def _groups(q, k) -> int:

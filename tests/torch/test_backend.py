@@ -471,3 +471,31 @@ def test_foreach_updates_lower():
     for gl, wl in zip(got_state, want_state):
         for g, w in zip(gl, wl):
             torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)
+
+
+def test_dropout_and_bernoulli_in_training_run_on_axle():
+    """native_dropout (training) and bernoulli.p (timm's stochastic depth) lower with axle's
+    random numbers seeded from torch's generator: no graph left to eager; the kept fraction
+    and scale right; fresh numbers every call; torch.manual_seed reproduces them; the
+    backward's gradient is the forward's mask times the scale."""
+    torch._dynamo.reset()
+    p = 0.25
+    drop = torch.compile(lambda t: torch.nn.functional.dropout(t, p, True), backend="axle")
+    x = torch.ones(200, 500, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        y = drop(x)
+        y.sum().backward()
+        again = drop(x)
+        torch.manual_seed(7)
+        first = drop(x)
+        torch.manual_seed(7)
+        second = drop(x)
+        keep = torch.compile(lambda t: t.new_empty(t.shape).bernoulli_(0.3), backend="axle")(torch.ones(400, 500))
+    kept = y != 0
+    assert abs(kept.float().mean().item() - (1 - p)) < 0.01
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / (1 - p)))
+    torch.testing.assert_close(x.grad, kept.float() / (1 - p))
+    assert not torch.equal(y, again)
+    assert torch.equal(first, second)
+    assert set(keep.unique().tolist()) == {0.0, 1.0} and abs(keep.mean().item() - 0.3) < 0.01
