@@ -218,3 +218,24 @@ def test_pointwise_with_stride_or_padding_stays_a_convolution(stride, padding):
     exe = _check(lambda x, w: lax.conv_general_dilated(x, w, stride, padding, dimension_numbers=("NCHW", "OIHW", "NCHW")),
                  x, w)
     assert "stablehlo.convolution" in [op.name for op in exe.module.walk()]
+
+
+@pytest.mark.parametrize("dn,kshape", [(("NCHW", "OIHW", "NCHW"), (96, 64, 1, 1)), (("NCHW", "HWIO", "NCHW"), (1, 1, 64, 96))])
+def test_pointwise_on_small_maps_is_one_gemm_without_broadcast_weights(dn, kshape):
+    """More input features than pixels (a late stage's 1 x 1 convolution on 2 x 3 maps): one
+    GEMM over the batch and a transposed result, not the weights broadcast over the batch;
+    also its gradients (the backward's input-gradient convolution reads the weights
+    reversed and transposed), against XLA."""
+    x, w = f32(4, 64, 2, 3), f32(*kshape, scale=0.3)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=dn)
+    exe = _check(conv, x, w, rtol=1e-5)
+    ops = list(exe.module.walk())
+    assert "stablehlo.convolution" not in [op.name for op in ops]
+    assert not [op for op in ops if op.name == "stablehlo.broadcast_in_dim" and op.results[0].type.num_elements >= w.size]
+    dy = f32(4, 96, 2, 3)
+    exe = _check(lambda w, dy: jax.vjp(lambda x: conv(x, w), x)[1](dy)[0], w, dy, rtol=1e-5)
+    assert not [op for op in exe.module.walk()
+                if op.name == "stablehlo.broadcast_in_dim" and op.results[0].type.num_elements >= w.size]
+    _check(lambda x, dy: jax.vjp(lambda w: conv(x, w), w)[1](dy)[0], x, dy, rtol=1e-5)

@@ -133,7 +133,9 @@ def _pointwise_as_dot(op: Operation) -> bool:
     [I, H x W] input, written as the batched dot_general [B, O, I] x [B, I, H W] ->
     [B, O, H W] on reshapes, no transposes. Moved to NHWC, it was two transposes of the
     activations around a GEMM of the same size (an EfficientNet block's 16 -> 96
-    expansion over 4 x 56 x 56: 0.6 + 1.1 + 0.7 ms)."""
+    expansion over 4 x 56 x 56: 0.6 + 1.1 + 0.7 ms). Where the input features outnumber
+    the pixels the weights are not broadcast: [O, I] x [B, I, H W] -> [O, B, H W], then
+    transposed."""
     from axle.backends.cpu.kernels_conv_general import conv_window
     from axle.passes.dot_canonicalize import dot_numbers
     dn = _static_2d(op, ("f32", "f64"), None)
@@ -160,13 +162,21 @@ def _pointwise_as_dot(op: Operation) -> bool:
     korder = [dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions]
     w = rhs if korder == list(range(kt.rank)) else transposed(b, rhs, korder)
     w = reshaped(b, w, [O, I])
-    w = b.create("stablehlo.broadcast_in_dim", [w], [TensorType((B, O, I), et)],
-                 {"broadcast_dimensions": i64_array([1, 2])}).result
     x = reshaped(b, lhs, [B, I, pixels])
-    attrs = {"dot_dimension_numbers": dot_numbers(True, 2, 1)}
+    attrs = {}
     if "precision_config" in op.attributes:
         attrs["precision_config"] = op.attributes["precision_config"]
-    y = b.create("stablehlo.dot_general", [w, x], [TensorType((B, O, pixels), et)], attrs).result
+    if I <= pixels:  # the weights broadcast over the batch (B O I values) cost less than
+        w = b.create("stablehlo.broadcast_in_dim", [w], [TensorType((B, O, I), et)],  # a transposed result
+                     {"broadcast_dimensions": i64_array([1, 2])}).result
+        attrs["dot_dimension_numbers"] = dot_numbers(True, 2, 1)
+        y = b.create("stablehlo.dot_general", [w, x], [TensorType((B, O, pixels), et)], attrs).result
+    else:  # small maps, many features (a late stage's MLP on 2 x 2 maps: the broadcast weights
+        # were B copies of a 4 MiB matrix, built at 1.5 GB/s in the backward): one GEMM over
+        # the whole batch, [O, B, H W], transposed
+        attrs["dot_dimension_numbers"] = dot_numbers(False, 1, 1)
+        y = b.create("stablehlo.dot_general", [w, x], [TensorType((O, B, pixels), et)], attrs).result
+        y = transposed(b, y, [1, 0, 2])
     res.replace_all_uses_with(reshaped(b, y, list(ot.shape)))
     op.erase()
     return True
