@@ -24,6 +24,8 @@ def _run(fn, *args):
     ((3, 36, 35, 50), (0, 3, 1, 2)),    # NHWC -> NCHW
     ((34, 3, 47), (2, 1, 0)),           # the middle dimension outside
     ((8, 20), (1, 0)),                  # too small to tile: the plain nest
+    ((40, 24, 3, 3), (2, 3, 1, 0)),     # OIHW -> HWIO: rows over I x 3 x 3 of the operand
+    ((40, 5, 2, 7), (2, 3, 1, 0)),      # the same with edges on both sides
 ])
 def test_transpose_exact(shape, perm):
     x = R.standard_normal(shape).astype(np.float32)
@@ -59,6 +61,7 @@ def test_lapack_copies_through_tiles():
     ((3, 48, 40), (0, 2, 1)),           # a batch outside
     ((2, 37, 33, 64), (0, 3, 1, 2)),    # NHWC -> NCHW with edges
     ((40, 3, 50), (2, 1, 0)),           # a middle dimension outside
+    ((48, 32, 3, 3), (2, 3, 1, 0)),     # OIHW -> HWIO: rows merged over the operand's I, H, W
 ])
 def test_register_transpose_matches_numpy(dtype, shape, perm, monkeypatch):
     """Whole tiles of a plain 4-byte transpose move through vector registers

@@ -416,6 +416,15 @@ def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool
     while tail[0] - 1 not in block and tail[0] > 0 and perm[tail[0] - 1] == perm[tail[0]] - 1:
         tail.insert(0, tail[0] - 1)
     tile = TRANSPOSE_TILE
+    # an operand run shorter than two tiles (OIHW -> HWIO: the 3 x 3 window, 9 values) takes
+    # in the operand's next dimensions outward, wherever they sit in the result: rows of a
+    # tile are then I x 3 x 3 consecutive operand values ([512, 512, 3, 3] weights: 4.3 ->
+    # 2.3 ms on one thread)
+    while int(np.prod([shape[d] for d in block], dtype=np.int64)) < 2 * tile and perm[block[0]] > 0:
+        d = perm.index(perm[block[0]] - 1)
+        if d in tail:
+            break
+        block.insert(0, d)
     m = int(np.prod([shape[d] for d in block], dtype=np.int64))
     n = int(np.prod([shape[d] for d in tail], dtype=np.int64))
     if m < 2 * tile or n < 2 * tile:
