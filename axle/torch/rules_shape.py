@@ -750,3 +750,35 @@ def _embedding_bag_dense_backward(em, out, grad, indices, offset2bag, bag_size, 
         raise Unsupported("_embedding_bag_dense_backward without the bag of each index")
     return _bag_grad(em, out, grad, indices, em.convert(offset2bag, "i64"), num_weights, scale_grad_by_freq, mode,
                      per_sample_weights, padding_idx)
+
+
+@rule(aten.histc.default)
+def _histc(em, out, x, bins=100, min=0, max=0):
+    """Counts of x's values in `bins` equal bins over [min, max] (the data's own range when
+    both are 0, widened by 1 each way when that is one value); values outside (and NaN)
+    are not counted, the top edge belongs to the last bin. A scatter-add of ones at
+    floor((x - min) bins / (max - min)) (Mixtral's load-balancing loss)."""
+    if not is_float(x.dtype) or bins <= 0:
+        raise Unsupported(f"histc of {x.dtype} into {bins} bins")
+    n = int(math.prod(x.shape))
+    flat = em.reshape(x, (n,))
+    if min == max:
+        if min != 0 or n == 0:
+            lo, hi = em.const(min - 1 if n else min, x.dtype), em.const(max + 1 if n else max, x.dtype)
+        else:
+            lo = em.reduce_simple(flat, [0], "minimum", math.inf)
+            hi = em.reduce_simple(flat, [0], "maximum", -math.inf)
+            same = em.compare("EQ", lo, hi)
+            one = em.const(1, x.dtype)
+            lo, hi = em.select(same, em.binary("subtract", lo, one), lo), em.select(same, em.binary("add", hi, one), hi)
+    else:
+        lo, hi = em.const(min, x.dtype), em.const(max, x.dtype)
+    if n == 0:
+        return em.const(0, x.dtype, (bins,))
+    lo_b, hi_b = em.broadcast_in_dim(lo, (n,), []), em.broadcast_in_dim(hi, (n,), [])
+    pos = em.binary("divide", em.binary("multiply", em.binary("subtract", flat, lo_b), em.const(bins, x.dtype, (n,))),
+                    em.binary("subtract", hi_b, lo_b))
+    idx = em.binary("minimum", em.convert(em.unary("floor", pos), "i64"), em.const(bins - 1, "i64", (n,)))
+    inside = em.binary("and", em.compare("GE", flat, lo_b), em.compare("LE", flat, hi_b))
+    idx = em.select(inside, idx, em.const(bins, "i64", (n,)))  # (out of range: the scatter skips it)
+    return _scatter_points(em, em.const(0, x.dtype, (bins,)), em.reshape(idx, (n, 1)), em.const(1, x.dtype, (n,)), "add")

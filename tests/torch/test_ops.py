@@ -771,3 +771,20 @@ def test_matrix_exp(dtype):
     (g,) = torch.autograd.grad(torch.compile(loss, backend="axle")(x), x)
     (e,) = torch.autograd.grad(loss(x), x)
     torch.testing.assert_close(g, e, rtol=20 * tol, atol=20 * tol * float(e.abs().max()))
+
+
+def test_histc():
+    """histc against eager: a given range with values outside it, the data's own range, a
+    range whose top edge values fall in the last bin, a single repeated value (the range
+    widened by one each way)."""
+    x = rand((2000,), torch.float32, -3, 3)
+    edges = torch.arange(8.0) % 4
+    same = torch.full((5,), 2.0)
+    results = run_both({
+        "range": lambda x, e, s: aten.histc.default(x, 10, -1, 1),
+        "data": lambda x, e, s: aten.histc.default(x, 7),
+        "top_edge": lambda x, e, s: aten.histc.default(e, 4, 0, 3),
+        "one_value": lambda x, e, s: aten.histc.default(s, 4),
+    }, [x, edges, same])
+    for name, (got, want) in results.items():
+        torch.testing.assert_close(got[0], want[0], rtol=0, atol=0, msg=name)
