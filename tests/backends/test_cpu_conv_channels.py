@@ -239,3 +239,26 @@ def test_pointwise_on_small_maps_is_one_gemm_without_broadcast_weights(dn, kshap
     assert not [op for op in exe.module.walk()
                 if op.name == "stablehlo.broadcast_in_dim" and op.results[0].type.num_elements >= w.size]
     _check(lambda x, dy: jax.vjp(lambda w: conv(x, w), w)[1](dy)[0], x, dy, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dn,xs,ws,stride,pad,rdil", [
+    (("NCHW", "OIHW", "NCHW"), (2, 256, 4, 4), (128, 256, 3, 3), (1, 1), [(1, 1), (1, 1)], (1, 1)),
+    (("NHWC", "HWIO", "NHWC"), (2, 4, 4, 256), (3, 3, 256, 128), (1, 1), [(1, 1), (1, 1)], (1, 1)),
+    (("NCHW", "OIHW", "NCHW"), (2, 256, 7, 6), (128, 256, 3, 3), (2, 2), [(1, 0), (0, 1)], (1, 1)),
+    (("NCHW", "OIHW", "NCHW"), (1, 256, 6, 5), (192, 256, 3, 2), (1, 1), [(2, 1), (0, 1)], (2, 1)),
+])
+def test_small_maps_with_many_channels_are_one_gemm_over_the_weights(dn, xs, ws, stride, pad, rdil):
+    """A convolution whose weights outweigh its output pixels (ResNet's last stages on small
+    images) is im2col of the input and one GEMM reading the weights in their own layout
+    (OIHW or HWIO): no convolution left, strides, padding and dilation as XLA has them;
+    its gradients against XLA too."""
+    x, w = f32(*xs), f32(*ws, scale=0.05)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, stride, pad, rhs_dilation=rdil, dimension_numbers=dn)
+    exe = _check(conv, x, w, rtol=2e-5)
+    names = [op.name for op in exe.module.walk()]
+    assert "stablehlo.convolution" not in names and "stablehlo.dot_general" in names
+    dy = f32(*jax.eval_shape(conv, x, w).shape)
+    _check(lambda w, dy: jax.vjp(lambda x: conv(x, w), x)[1](dy)[0], w, dy, rtol=2e-5)
+    _check(lambda x, dy: jax.vjp(lambda w: conv(x, w), w)[1](dy)[0], x, dy, rtol=2e-5)
