@@ -414,9 +414,15 @@ def main(argv: Optional[list] = None) -> int:
     return 1 if any(r.error or not r.ok for r in results) else 0
 
 
+# a busy loop that stops when its parent (the bench, whose pid is its argument) has gone
+SPINNER = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    pass"
+
+
 class background_load:
     """Context manager: n busy processes (each a Python loop that never sleeps) running
-    while the block runs, terminated after it (also on errors)."""
+    while the block runs, terminated after it (also on errors). Each also ends by itself
+    once the bench is gone (its parent changes: a bench killed by a signal skips __exit__;
+    such a spinner outliving it once halved every later measurement on the machine)."""
 
     def __init__(self, n: int):
         self.n = n
@@ -425,7 +431,7 @@ class background_load:
     def __enter__(self):
         import subprocess
         for _ in range(self.n):
-            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True:\n    pass"],
+            self.procs.append(subprocess.Popen([sys.executable, "-c", SPINNER, str(os.getpid())],
                                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
         if self.n:
             time.sleep(0.5)  # let them start spinning

@@ -65,3 +65,28 @@ def test_new_workloads_are_in_the_suite():
 def test_new_workload_matches_xla(name):
     r = bench.bench_workload(name, rounds=1, compile_repeats=1, log=lambda s: None)
     assert r.ok, (name, r.max_rel_err)
+
+
+def test_background_spinner_ends_with_its_parent():
+    """`axle bench --background N`'s busy processes stop by themselves when the bench is
+    killed (its context manager's cleanup never runs then): a spinner under a parent that
+    exits is gone a moment later."""
+    import subprocess
+    import sys
+    import time
+    from axle.tools.bench import SPINNER
+    code = (f"import os, subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {SPINNER!r}, "
+            "str(os.getpid())]); print(p.pid, flush=True)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    parent.wait()
+    for _ in range(50):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split()[2] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the spinner outlived its parent")

@@ -2,6 +2,7 @@
 graph breaks, the eager fallback with one warning naming the op, tensors shared not copied."""
 import copy
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -119,11 +120,9 @@ def test_dynamic_sizes_in_training():
                 torch.testing.assert_close(g, p.grad, atol=1e-4, rtol=1e-4)
 
 
-def test_transposed_weights_cross_as_views_in_training():
-    """A Linear layer's training step: the forward graph saves the transposed weight for the
-    backward. It is handed over as torch's view of the weight (not computed and copied by
-    axle), and the backward takes it in its memory order (a transpose in the text, folded
-    into its dot), so no 10000 x 256 copy is made on either side; gradients as eager's."""
+@contextmanager
+def _recorded_builds():
+    """[(graph name, its Lowered)] for every graph the torch backend compiles in the block."""
     from axle.torch import backend
     built = []
     real = backend.CompiledGraph._build
@@ -132,18 +131,26 @@ def test_transposed_weights_cross_as_views_in_training():
         entry = real(self, args)
         built.append((self.name, entry[1]))
         return entry
+    backend.CompiledGraph._build = spy
+    try:
+        yield built
+    finally:
+        backend.CompiledGraph._build = real
+
+
+def test_transposed_weights_cross_as_views_in_training():
+    """A Linear layer's training step: the forward graph saves the transposed weight for the
+    backward. It is handed over as torch's view of the weight (not computed and copied by
+    axle), and the backward takes it in its memory order (a transpose in the text, folded
+    into its dot), so no 10000 x 256 copy is made on either side; gradients as eager's."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(96, 300), torch.nn.Tanh(), torch.nn.Linear(300, 40))
     x = torch.randn(16, 96)
     ref = copy.deepcopy(model)
     comp = torch.compile(model, backend="axle")
-    orig = backend.CompiledGraph._build
-    backend.CompiledGraph._build = spy
-    try:
+    with _recorded_builds() as built:
         torch._dynamo.reset()
         (comp(x) ** 2).mean().backward()
-    finally:
-        backend.CompiledGraph._build = orig
     (ref(x) ** 2).mean().backward()
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
@@ -158,14 +165,6 @@ def test_channels_last_outputs_are_views_of_memory_order_results():
     the backward's input gradient) are computed in memory order (NHWC) and handed to torch as
     permuted views with eager's strides, instead of copied into them; values and gradients
     equal eager's."""
-    from axle.torch import backend
-    built = []
-    real = backend.CompiledGraph._build
-
-    def spy(self, args):
-        entry = real(self, args)
-        built.append((self.name, entry[1]))
-        return entry
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.SiLU(),
                                 torch.nn.Conv2d(16, 8, 3, padding=1)).to(memory_format=torch.channels_last)
@@ -173,13 +172,10 @@ def test_channels_last_outputs_are_views_of_memory_order_results():
     x = torch.randn(2, 8, 10, 12).to(memory_format=torch.channels_last).requires_grad_()
     xr = x.detach().clone().requires_grad_()
     comp = torch.compile(model, backend="axle")
-    backend.CompiledGraph._build = spy
-    try:
+    with _recorded_builds() as built:
         torch._dynamo.reset()
         y = comp(x)
         (y * y).sum().backward()
-    finally:
-        backend.CompiledGraph._build = real
     yr = ref(xr)
     (yr * yr).sum().backward()
     assert y.stride() == yr.stride() and y.is_contiguous(memory_format=torch.channels_last)
@@ -196,24 +192,13 @@ def test_saved_weights_are_handed_back_not_copied():
     """A convolution's training forward returns the weight itself for the backward: the
     graph output is the input tensor (a view entry with no view ops), not a copy made on
     every call; the gradients equal eager's."""
-    from axle.torch import backend
-    built = []
-    real = backend.CompiledGraph._build
-
-    def spy(self, args):
-        entry = real(self, args)
-        built.append((self.name, entry[1]))
-        return entry
     torch.manual_seed(0)
     model = torch.nn.Conv2d(16, 32, 3, padding=1, bias=False)
     ref = copy.deepcopy(model)
     x = torch.randn(2, 16, 5, 5)
-    backend.CompiledGraph._build = spy
-    try:
+    with _recorded_builds() as built:
         torch._dynamo.reset()
         (torch.compile(model, backend="axle")(x) ** 2).sum().backward()
-    finally:
-        backend.CompiledGraph._build = real
     (ref(x) ** 2).sum().backward()
     torch.testing.assert_close(model.weight.grad, ref.weight.grad, rtol=1e-4, atol=1e-4)
     fwd = [lw for name, lw in built if name == "forward graph"]
