@@ -65,6 +65,10 @@ def program_to_stablehlo(ep, args, fold_buffers: bool = False) -> str:
         else:
             result_attrs.append('axle.output = "user"')
     lowered = lower_graph(gm, values, names, attrs, constants=constants, result_attrs=result_attrs)
+    if lowered.rng_state:  # (the backend feeds that state from torch's generator on each call)
+        from axle.torch.lowering import UnsupportedOp
+        raise UnsupportedOp("random numbers (dropout in training, bernoulli)",
+                            "an exported program takes no random state: export the model in eval mode")
     return "module @exported {\n" + lowered.text.replace("func.func @main", "func.func public @main", 1) + "}\n"
 
 

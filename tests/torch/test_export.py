@@ -70,3 +70,14 @@ def test_exported_interpolation_matches_eager(mode):
     run = axle.torch.compile_exported(axle.torch.export(model, x), model)
     with torch.no_grad():
         torch.testing.assert_close(run(x), model(x), atol=1e-4, rtol=1e-4)
+
+
+def test_dropout_in_training_is_refused_by_export():
+    """An exported program takes no random state (the torch.compile backend feeds one from
+    torch's generator on every call): a model exported in training mode with dropout is a
+    clear error naming the way out; in eval mode it exports."""
+    from axle.torch.lowering import UnsupportedOp
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).train()
+    with pytest.raises(UnsupportedOp, match="eval mode"):
+        axle.torch.export(m, torch.randn(2, 4))
+    assert "rng_state" not in axle.torch.export(m.eval(), torch.randn(2, 4))
