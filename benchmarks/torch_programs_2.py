@@ -527,6 +527,16 @@ def _():
     return M(), (g(8, 128, 256),)
 
 
+def step_grads(model, m, args, restore) -> list:
+    """The gradients of model's trainable parameters after one loss.backward() through m
+    (the model itself or its compiled form), buffers restored first; zeros where none."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    restore()
+    model.zero_grad()
+    _loss(m(*args)).backward()
+    return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
+
+
 def runner(P, EVAL, width=28):
     """run(name): one module's forward, gradients and updated buffers against eager, its
     interleaved step times, and notes: fallbacks, graph breaks, frames Dynamo left whole to
@@ -555,14 +565,7 @@ def runner(P, EVAL, width=28):
             berr = max((_rel(b.nan_to_num(), w.nan_to_num()) for b, w in zip(bufs, bw)), default=0.0)  # -inf masks
             outs = lambda o: [t for t in (o if isinstance(o, (tuple, list)) else (o,)) if t.is_floating_point()]  # noqa: E731
             err = max(_rel(a, b) for a, b in zip(outs(got), outs(want)))
-            params = [p for p in model.parameters() if p.requires_grad]
-
-            def grads(m):
-                restore()
-                model.zero_grad()
-                _loss(m(*args)).backward()
-                return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
-            ref, gg = grads(model), grads(comp)
+            ref, gg = step_grads(model, model, args, restore), step_grads(model, comp, args, restore)
             scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
             gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
             a, e = T.time_steps(comp, model, args)

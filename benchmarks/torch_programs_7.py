@@ -57,8 +57,8 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import torch_programs as T  # noqa: E402  (sets AXLE_NUM_THREADS / torch threads, registers the backend)
-from torch_programs import _loss, _rel, g  # noqa: E402
-from torch_programs_2 import ints, sweep  # noqa: E402
+from torch_programs import _rel, g  # noqa: E402
+from torch_programs_2 import ints, step_grads, sweep  # noqa: E402
 from axle.torch.backend import STATS, AxleFallbackWarning  # noqa: E402
 
 
@@ -613,16 +613,9 @@ def run(name, width=40):
         bad_ints = sum(int(not torch.equal(a, b)) for a, b in zip(_outs(got), _outs(want)) if not b.is_floating_point())
         gerr, t_bwd = 0.0, 0.0
         if training:
-            params = [p for p in model.parameters() if p.requires_grad]
-
-            def grads(m):
-                restore()
-                model.zero_grad()
-                _loss(m(*args)).backward()
-                return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
-            ref = grads(model)
+            ref = step_grads(model, model, args, restore)
             t0 = time.perf_counter()
-            gg = grads(comp)
+            gg = step_grads(model, comp, args, restore)
             t_bwd = time.perf_counter() - t0
             scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
             gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
