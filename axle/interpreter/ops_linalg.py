@@ -18,7 +18,7 @@ quantized tensor reach them directly, `reject_quantized` raises instead of compu
 from __future__ import annotations
 
 import numpy as np
-import scipy.fft
+from axle import fft_library
 
 from axle.interpreter.numerics import (
     cast_to, convert, element_type, is_quantized, round_float, to_compute, to_wide_int,
@@ -312,7 +312,6 @@ def fft(call: OpCall):
     x = np.asarray(call.operands[0])
     fft_type = call.attrs["fft_type"]
     lengths = [int(n) for n in call.attrs["fft_length"]]
-    axes = list(range(x.ndim - len(lengths), x.ndim))
     dst = element_type(call.result_types[0])
     if fft_type == "RFFT":
         shape = [*x.shape[:-1], x.shape[-1] // 2 + 1 if x.shape[-1] else 0]
@@ -323,19 +322,14 @@ def fft(call: OpCall):
     if 0 in x.shape or 0 in shape:
         return np.zeros(shape, dtype=dst.dtype)
     # complex64 / float32 transforms run in single precision, as XLA's do (DUCC, pocketfft's
-    # successor; scipy.fft is pocketfft): rounding in f64 would differ from them by more ULPs
-    narrow = dst.component.bitwidth <= 32
-    if fft_type in ("FFT", "IFFT", "IRFFT"):
-        values = x.astype(np.complex64 if narrow else np.complex128)
-    else:
-        values = x.astype(np.float32 if narrow else np.float64)
-    transforms = {"FFT": scipy.fft.fftn, "IFFT": scipy.fft.ifftn, "RFFT": scipy.fft.rfftn,
-                  "IRFFT": scipy.fft.irfftn}
-    if fft_type not in transforms:
+    # successor): rounding in f64 would differ from them by more ULPs. The library
+    # (axle/fft_library.py) is the one the CPU backend calls.
+    if fft_type not in ("FFT", "IFFT", "RFFT", "IRFFT"):
         raise call.error(f"unknown fft_type {fft_type!r}")
-    with np.errstate(all="ignore"):
-        result = transforms[fft_type](values, s=lengths, axes=axes)
-    return round_float(result, dst)
+    narrow = dst.component.bitwidth <= 32
+    precision = (np.float32 if narrow else np.float64) if fft_type == "IRFFT" else \
+        (np.complex64 if narrow else np.complex128)
+    return round_float(fft_library.transform(fft_type, lengths, x, precision), dst)
 
 
 # ---------------------------------------------------------------- triangular_solve, cholesky

@@ -288,7 +288,7 @@ def test_fft_matches_interpreter(kind, rank, real_ty):
     text, x = fft_case(kind, rank, real_ty)
     got, want = both(text, x)
     assert got[0].dtype == want[0].dtype
-    np.testing.assert_array_equal(got[0], want[0])  # the same pocketfft calls
+    np.testing.assert_array_equal(got[0], want[0])  # the same library calls (axle/fft_library.py)
 
 
 def test_fft_of_a_fused_producer_and_inside_a_loop():
@@ -624,10 +624,11 @@ def test_batch_norm_ops_are_expanded():
         assert_close(g, w, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("real_ty", ["f32", "f64"])
 @pytest.mark.parametrize("kind", ["FFT", "IFFT", "RFFT", "IRFFT"])
-def test_fft_writes_into_the_result_buffer(kind, monkeypatch):
-    """The native fft calls pocketfft with the result buffer as its output (no SciPy result
-    array, no copy), with the bits of the interpreter's scipy.fft route."""
+def test_fft_writes_into_the_result_buffer(kind, real_ty, monkeypatch):
+    """The native fft calls the library (pocketfft; ducc0 in 64-bit) with the result buffer
+    as its output (no result array, no copy), with the bits of the interpreter's route."""
     from axle.backends.cpu import kernels_fft
     used = []
     real = kernels_fft._route
@@ -640,7 +641,7 @@ def test_fft_writes_into_the_result_buffer(kind, monkeypatch):
     monkeypatch.setattr(kernels_fft, "compute", None)  # (not called)
     from axle.backends.cpu import executable as cpu_exe
     cpu_exe.clear_memory_cache()  # (compiled here, with the routes above)
-    text, x = fft_case(kind, 2, "f32")
+    text, x = fft_case(kind, 2, real_ty)
     got, want = both(text, x)
     np.testing.assert_array_equal(got[0], want[0])
     assert used and all(used)

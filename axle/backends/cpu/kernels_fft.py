@@ -1,9 +1,10 @@
-"""stablehlo.fft on the CPU backend: a call of pocketfft (scipy.fft) through a host callback.
+"""stablehlo.fft on the CPU backend: a call of pocketfft or ducc0 (axle/fft_library.py) through
+a host callback.
 
 The generated code calls one host callback with the op's key and a table of two buffer
-pointers (operand, result). The callback views both buffers as numpy arrays and runs
-scipy.fft's fftn / ifftn / rfftn / irfftn over the trailing `fft_length` dimensions, in
-single precision for complex64 / float32 transforms and double precision otherwise — the
+pointers (operand, result). The callback views both buffers as numpy arrays and runs the
+transform over the trailing `fft_length` dimensions, in single precision for complex64 /
+float32 transforms and double precision otherwise, writing into the result buffer — the
 same library calls the interpreter makes (axle/interpreter/ops_linalg.py), so the results
 are the interpreter's bit for bit.
 
@@ -18,6 +19,7 @@ import ctypes
 
 import numpy as np
 
+from axle import fft_library
 from axle.codegen.emitter import _ty
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
@@ -71,26 +73,16 @@ def _view(ptr: int, shape, dtype) -> np.ndarray:
 
 def compute(fft_type: str, lengths: list, x: np.ndarray, out_shape, out_dtype) -> np.ndarray:
     """The transform of x over its trailing len(lengths) dimensions, as the interpreter does it."""
-    import scipy.fft
     out_shape = tuple(out_shape)
     if x.size == 0 or 0 in out_shape:
         return np.zeros(out_shape, dtype=out_dtype)
-    narrow = np.dtype(out_dtype) in (np.dtype(np.float32), np.dtype(np.complex64))
-    if fft_type == "RFFT":
-        values = x.astype(np.float32 if narrow else np.float64, copy=False)
-    else:
-        values = x.astype(np.complex64 if narrow else np.complex128, copy=False)
-    axes = list(range(x.ndim - len(lengths), x.ndim))
-    fn = {"FFT": scipy.fft.fftn, "IFFT": scipy.fft.ifftn, "RFFT": scipy.fft.rfftn,
-          "IRFFT": scipy.fft.irfftn}[fft_type]
-    with np.errstate(all="ignore"):
-        result = fn(values, s=lengths, axes=axes, workers=_threads(values, len(lengths)))
+    result = fft_library.transform(fft_type, lengths, x, out_dtype, _threads(x, len(lengths)))
     if result.shape != out_shape:
         raise ValueError(f"fft result shape {result.shape}, expected {out_shape}")
     return result.astype(out_dtype, copy=False)
 
 
-# Elements from which a batch of transforms runs on as many of pocketfft's threads as axle's
+# Elements from which a batch of transforms runs on as many of the library's threads as axle's
 # pool has (the pool's own threads wait for this call; the same values on any count). Its
 # threads split each pass over an axis statically and join after it: for a [2, 256, 256]
 # rfft2 in a loop (Cahn-Hilliard, 30 steps) two threads took 0.3-4 ms a call against 0.26
@@ -106,55 +98,26 @@ def _threads(x: np.ndarray, n: int) -> int:
     return max(1, thread_count())
 
 
-def _pocketfft():
-    """scipy's pocketfft binding (what scipy.fft calls), whose functions write into a given
-    `out` array; None when this SciPy does not have it."""
-    if "pocketfft" not in _BINDING:
-        try:
-            from scipy.fft._pocketfft import pypocketfft
-        except ImportError:
-            pypocketfft = None
-        _BINDING["pocketfft"] = pypocketfft
-    return _BINDING["pocketfft"]
-
-
-_BINDING: dict = {}
-
-
 def _route(fft_type: str, lengths: list, ishape: tuple, idt, oshape: tuple, odt):
     """`run(x, out)` writing the transform straight into `out` (the result buffer) by the
-    routine scipy.fft's rfftn / fftn / ifftn / irfftn call, with their normalization: the
-    same bits, without a result array of SciPy's own to allocate (fresh pages every call)
-    and copy; None when it does not apply (the callback goes through compute). Decided
-    once per call site: a loop's small transforms spent more time in the checks and
-    views around the call than in pocketfft."""
-    p = _pocketfft()
+    library routine (fft_library.caller), with scipy.fft's normalization: the interpreter's
+    bits, without a result array to allocate (fresh pages every call) and copy; None when
+    it does not apply (the callback goes through compute). Decided once per call site: a
+    loop's small transforms spent more time in the checks and views around the call than
+    in the transform."""
     n = len(lengths)
     size = int(np.prod(ishape, dtype=np.int64))
-    if p is None or size == 0 or int(np.prod(oshape, dtype=np.int64)) == 0:
+    if size == 0 or int(np.prod(oshape, dtype=np.int64)) == 0:
         return None
-    narrow = np.dtype(odt) in (np.dtype(np.float32), np.dtype(np.complex64))
-    axes = list(range(len(ishape) - n, len(ishape)))
+    double = np.dtype(odt) not in (np.dtype(np.float32), np.dtype(np.complex64))
+    call = fft_library.caller(fft_type, lengths, ishape, oshape, double)
+    if call is None:
+        return None
     workers = 1 if size < THREADS_MIN_ELEMENTS or len(ishape) <= n else None
     if fft_type == "RFFT":
-        want = np.dtype(np.float32 if narrow else np.float64)
-        if list(ishape[-n:]) != list(lengths):
-            return None
-        call = lambda x, out, w: p.r2c(x, axes=axes, forward=True, inorm=0, out=out, nthreads=w)  # noqa: E731
-    elif fft_type in ("FFT", "IFFT"):
-        want = np.dtype(np.complex64 if narrow else np.complex128)
-        if list(ishape[-n:]) != list(lengths):
-            return None
-        fwd, norm = fft_type == "FFT", 0 if fft_type == "FFT" else 2
-        call = lambda x, out, w: p.c2c(x, axes=axes, forward=fwd, inorm=norm, out=out, nthreads=w)  # noqa: E731
-    else:  # IRFFT
-        want = np.dtype(np.complex64 if narrow else np.complex128)
-        if list(oshape[-n:]) != list(lengths) or ishape[-1] != lengths[-1] // 2 + 1 \
-                or list(ishape[-n:-1]) != list(lengths[:-1]):
-            return None
-        last = lengths[-1]
-        call = lambda x, out, w: p.c2r(x, axes=axes, lastsize=last, forward=False, inorm=2,  # noqa: E731
-                                       out=out, nthreads=w)
+        want = np.dtype(np.float64 if double else np.float32)
+    else:
+        want = np.dtype(np.complex128 if double else np.complex64)
     convert = np.dtype(idt) != want
 
     def run(x, out) -> bool:
@@ -187,8 +150,9 @@ def emit_fft(ctx: Context, op: Operation) -> None:
     ctx.cacheable = False  # the callback's address and the key live in this process only
     ctx.host_callbacks = True
     ctx.host_ops.append(op.name)
-    ctx.mark_library("pocketfft")
     it, ot = _ty(op.operands[0]), _ty(op.results[0])
+    ctx.mark_library(fft_library.library_name(ot.element_type.bitwidth > 32 if ot.element_type.is_float
+                                              else ot.element_type.bitwidth > 64))
     fft_type, lengths = str(op.attr("fft_type")), [int(n) for n in op.attr("fft_length")]
     ins, outs = (tuple(it.shape), np.dtype(it.dtype)), (tuple(ot.shape), np.dtype(ot.dtype))
     plan = (fft_type, lengths, ins, outs, _route(fft_type, lengths, *ins, *outs))
