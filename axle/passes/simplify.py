@@ -22,8 +22,11 @@ P = Patterns("simplify")
 
 
 def splat(v):
-    """The scalar a splat constant holds (as a numpy scalar), else None."""
+    """The scalar a splat constant holds (as a numpy scalar), also through a broadcast of
+    one (a large splat is not folded into a constant), else None."""
     o = getattr(v, "owner", None)
+    while isinstance(o, Operation) and o.name == "stablehlo.broadcast_in_dim":
+        o = getattr(o.operands[0], "owner", None)
     if isinstance(o, Operation) and o.name == "stablehlo.constant":
         a = o.attributes["value"]
         if isinstance(a, A.DenseElementsAttr) and a.array.size and (a.is_splat or a.array.size == 1):
@@ -108,6 +111,22 @@ def div_one(op, b):
     x, y = op.operands
     if _is(splat(y), 1) and _same(x, op.results[0]):
         return [x]
+    return None
+
+
+@P.on("stablehlo.power")
+def power_small(op, b):
+    """x ** 1 -> x and x ** 2 -> x * x for floats (both correctly rounded, as pow is; a
+    StarReLU's backward differentiates relu(x) ** 2 into relu(x) ** 1 * 2)."""
+    x, y = op.operands
+    et = _et(x)
+    if et is None or not getattr(et, "is_float", False):
+        return None
+    c = splat(y)
+    if _is(c, 1.0):
+        return [x]
+    if _is(c, 2.0):
+        return [b.create("stablehlo.multiply", [x, x], [op.results[0].type]).result]
     return None
 
 
@@ -359,6 +378,16 @@ def slice_(op, b):
 def pad_nothing(op, b):
     """pad with zero padding everywhere -> x."""
     if all(all(v == 0 for v in op.attr(k)) for k in ("edge_padding_low", "edge_padding_high", "interior_padding")):
+        return [op.operands[0]]
+    return None
+
+
+@P.on("stablehlo.reverse")
+def reverse_nothing(op, b):
+    """reverse along dimensions of size <= 1 only -> x (PyTorch's convolution gradients flip the
+    spatial dimensions of 1x1 kernels)."""
+    shape = op.operands[0].type.shape
+    if all(shape[d] is not None and shape[d] <= 1 for d in op.attr("dimensions")):
         return [op.operands[0]]
     return None
 

@@ -56,12 +56,14 @@ def _conv_input_grad(em, g: V, w: V, in_shape, stride, padding, dilation, groups
     n = len(stride)
     k = w.shape[2:]
     o, ig = w.shape[0], w.shape[1]
+    sp = ", ".join(str(i) for i in range(n))
+    layout = None
     if groups > 1:  # (O, I/g, k) -> (g, O/g, I/g, k) -> (g, I/g, O/g, k) -> (I, O/g, k)
         w = em.reshape(w, (groups, o // groups, ig) + tuple(k))
         w = em.transpose(w, [0, 2, 1] + list(range(3, 3 + n)))
         w = em.reshape(w, (groups * ig, o // groups) + tuple(k))
-    else:
-        w = em.transpose(w, [1, 0] + list(range(2, 2 + n)))
+    else:  # w read as [i, o, k...] (as JAX writes it): no transpose to materialize, only the flip
+        layout = f"[b, f, {sp}]x[i, o, {sp}]->[b, f, {sp}]"
     w = em.op("stablehlo.reverse", [w], w.shape, w.dtype,
               f"dimensions = array<i64: {', '.join(str(2 + i) for i in range(n))}>")
     lo, hi = [], []
@@ -71,7 +73,7 @@ def _conv_input_grad(em, g: V, w: V, in_shape, stride, padding, dilation, groups
         # output size lo + (G-1)*stride + 1 + hi - ek must be the input's (rows the forward
         # convolution never read get zero gradient)
         hi.append(in_shape[2 + d] + padding[d] - (g.shape[2 + d] - 1) * stride[d] - 1)
-    return conv(em, g, w, in_shape, [1] * n, lo, hi, dilation, groups, lhs_dilation=stride)
+    return conv(em, g, w, in_shape, [1] * n, lo, hi, dilation, groups, lhs_dilation=stride, layout=layout)
 
 
 @rule(aten.convolution_backward.default)

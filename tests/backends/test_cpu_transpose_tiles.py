@@ -24,6 +24,7 @@ def _run(fn, *args):
     ((3, 36, 35, 50), (0, 3, 1, 2)),    # NHWC -> NCHW
     ((34, 3, 47), (2, 1, 0)),           # the middle dimension outside
     ((8, 20), (1, 0)),                  # too small to tile: the plain nest
+    ((1, 1, 45, 66), (2, 3, 0, 1)),     # only unit dimensions move: a copy
     ((40, 24, 3, 3), (2, 3, 1, 0)),     # OIHW -> HWIO: rows over I x 3 x 3 of the operand
     ((40, 5, 2, 7), (2, 3, 1, 0)),      # the same with edges on both sides
 ])
@@ -62,6 +63,9 @@ def test_lapack_copies_through_tiles():
     ((2, 37, 33, 64), (0, 3, 1, 2)),    # NHWC -> NCHW with edges
     ((40, 3, 50), (2, 1, 0)),           # a middle dimension outside
     ((48, 32, 3, 3), (2, 3, 1, 0)),     # OIHW -> HWIO: rows merged over the operand's I, H, W
+    ((70, 40, 1, 1), (1, 0, 2, 3)),     # a 1x1 kernel's [O, I] swap: unit dimensions take no part
+    ((1, 1, 45, 66), (3, 2, 0, 1)),     # [1, 1, I, O] -> [O, I, 1, 1] (a filter gradient), edges
+    ((40, 1, 50), (2, 1, 0)),           # a unit dimension between the two
 ])
 def test_register_transpose_matches_numpy(dtype, shape, perm, monkeypatch):
     """Whole tiles of a plain 4-byte transpose move through vector registers
@@ -81,6 +85,35 @@ def test_register_transpose_matches_numpy(dtype, shape, perm, monkeypatch):
     monkeypatch.setattr(elementwise, "REGISTER_TRANSPOSE", False)
     _, got = _run(lambda x: jnp.transpose(x, perm) + 0, x)
     np.testing.assert_array_equal(np.asarray(got[0]), want)
+
+
+@pytest.mark.parametrize("name,fn,shape", [
+    ("[O, I, 1, 1] -> [I, O]", lambda x: jnp.transpose(x, (1, 0, 2, 3)).reshape(x.shape[1], x.shape[0]), (96, 64, 1, 1)),
+    ("edges", lambda x: jnp.transpose(x, (1, 0, 2, 3)).reshape(x.shape[1], x.shape[0]), (77, 45, 1, 1)),
+    ("computed operand", lambda x: jnp.transpose(jnp.tanh(x) * 2.0, (1, 0, 2, 3)).reshape(x.shape[1], -1), (64, 80, 1, 1)),
+    ("[N, C, H, W] -> [N, H W C]", lambda x: jnp.transpose(x, (0, 2, 3, 1)).reshape(x.shape[0], -1), (2, 40, 6, 7)),
+])
+def test_reshaped_transpose_is_tiled(name, fn, shape, monkeypatch):
+    """A kernel whose root reshapes a fused transpose (a 1x1 kernel's weights transposed and
+    flattened for a GEMM) walks the transpose's tiles and stores in the reshape's (the same)
+    order: exact against numpy, on and off the register path."""
+    from axle.backends.cpu import elementwise
+    from axle.backends.cpu import executable as cpu_exe
+    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+    tiled = []
+    real = elementwise._tiled_transpose
+    monkeypatch.setattr(elementwise, "_tiled_transpose", lambda *a: tiled.append(real(*a)) or tiled[-1])
+    x = R.standard_normal(shape).astype(np.float32)
+    want = np.asarray(jax.jit(fn)(x))
+    cpu_exe.clear_memory_cache()
+    _, got = _run(fn, x)
+    tiles = np.asarray(got[0])
+    np.testing.assert_allclose(tiles, want, rtol=1e-6, atol=1e-6)  # (tanh: XLA's to an ulp)
+    assert tiled and tiled[-1]
+    monkeypatch.setattr(elementwise, "REGISTER_TRANSPOSE", False)
+    cpu_exe.clear_memory_cache()
+    _, got = _run(fn, x)
+    np.testing.assert_array_equal(np.asarray(got[0]), tiles)
 
 
 def test_computed_operand_of_a_returned_transpose_gets_a_buffer():

@@ -154,3 +154,44 @@ func.func @main() -> (tensor<2x3x2xf32>, tensor<2x2xi32>) {
   return %0, %1 : tensor<2x3x2xf32>, tensor<2x2xi32>
 }
 // CHECK-NOT: stablehlo.dot_general
+
+// -----
+// reverse along size-1 dimensions only (a 1x1 kernel's flip in a convolution gradient) is
+// the operand; a reverse along a longer dimension stays.
+func.func @main(%w: tensor<8x4x1x1xf32>, %v: tensor<8x3xf32>) -> (tensor<8x4x1x1xf32>, tensor<8x3xf32>) {
+  %0 = stablehlo.reverse %w, dims = [2, 3] : tensor<8x4x1x1xf32>
+  %1 = stablehlo.reverse %v, dims = [1] : tensor<8x3xf32>
+  return %0, %1 : tensor<8x4x1x1xf32>, tensor<8x3xf32>
+}
+// CHECK: %0 = stablehlo.reverse %v, dims = [1]
+// CHECK: return %w, %0
+
+// -----
+// x ** 1 -> x and x ** 2 -> x * x (floats only); other exponents stay.
+func.func @main(%x: tensor<4xf32>, %n: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>) {
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %two = stablehlo.constant dense<2.0> : tensor<4xf32>
+  %three = stablehlo.constant dense<3.0> : tensor<4xf32>
+  %i2 = stablehlo.constant dense<2> : tensor<4xi32>
+  %0 = stablehlo.power %x, %one : tensor<4xf32>
+  %1 = stablehlo.power %x, %two : tensor<4xf32>
+  %2 = stablehlo.power %x, %three : tensor<4xf32>
+  %3 = stablehlo.power %n, %i2 : tensor<4xi32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>
+}
+// CHECK: %0 = stablehlo.multiply %x, %x
+// CHECK: stablehlo.power %x
+// CHECK: stablehlo.power %n
+// CHECK: return %x, %0
+
+// -----
+// The same, evaluated: NaN, infinities, signed zeros, a denormal, large and small values.
+func.func @main() -> (tensor<8xf32>, tensor<8xf32>) {
+  %x = stablehlo.constant dense<[0x7FC00000, 0x7F800000, 0xFF800000, -0.0, 1.0e-45, 3.0e+19, -1.5e-20, 2.5]> : tensor<8xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<8xf32>
+  %two = stablehlo.constant dense<2.0> : tensor<8xf32>
+  %0 = stablehlo.power %x, %one : tensor<8xf32>
+  %1 = stablehlo.power %x, %two : tensor<8xf32>
+  return %0, %1 : tensor<8xf32>, tensor<8xf32>
+}
+// CHECK-NOT: stablehlo.power

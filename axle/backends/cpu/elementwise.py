@@ -55,6 +55,10 @@ def emit_elementwise(ctx, op: Operation) -> None:
                 with em.reading(other, shared):
                     v = em.value_at(src, idx)
                 S.store(em.b, v, em.element_ptr(dst, et, em.linear(idx, shape)), et, mine)
+            tr = getattr(src, "owner", None)  # a transpose reshaped (its unit dimensions dropped)
+            if isinstance(tr, Operation) and tr.name == "stablehlo.transpose" and not ctx.has_buffer(src) \
+                    and _tiled_transpose(ctx, op, tr, flat, work):
+                return
             split_loop(ctx, shape, outer_dim(shape), flat, work)
             return
         cat = _at_same_index(ctx, op, "stablehlo.concatenate")
@@ -390,6 +394,10 @@ def _cheap(ctx, v) -> bool:
     return True
 
 
+def _reshaped(op: Operation, tr: Operation) -> bool:
+    return op is not tr and op.name == "stablehlo.reshape" and op.operands[0] is tr.results[0]
+
+
 def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool:
     """op's loop when it computes transpose `tr` at its own index and tr's last dimension
     is not its operand's: over tiles of the two dimensions that are innermost on either
@@ -400,13 +408,22 @@ def _tiled_transpose(ctx, op: Operation, tr: Operation, body, work: int) -> bool
     are consecutive in the operand too are merged with it ([H, W] of NCHW -> NHWC and of
     NHWC -> NCHW): whole tiles where W alone (56, 7) would leave edges or be too short to
     tile; a tile's row and column find their places in the merged dimensions once each."""
-    t = _ty(op.results[0])
+    # (op a reshape of tr: the loop runs over tr's shape, the order both store in)
+    t = _ty(tr.results[0] if _reshaped(op, tr) else op.results[0])
     shape = list(t.shape)
     perm = [int(p) for p in tr.attr("permutation")]
     rank = len(shape)
     if rank < 2 or not t.is_static:
         return False
-    a, last = perm.index(rank - 1), rank - 1
+    # dimensions of size 1 take no part: the innermost runs are the last longer dimensions
+    # on either side ([512, 2048, 1, 1] -> [2048, 512, 1, 1], a 1x1 kernel's transpose, is
+    # a 2-D one; the unit dimensions stay outside, loops of one step)
+    src = _ty(tr.operands[0]).shape
+    long_src = [d for d in range(rank) if src[d] != 1]
+    long_out = [d for d in range(rank) if shape[d] != 1]
+    if len(long_out) < 2:
+        return False
+    a, last = perm.index(long_src[-1]), long_out[-1]
     if a == last:
         return False
     block = [a]  # result dimensions read along the operand's innermost run, outer first
@@ -546,7 +563,7 @@ def _register_transpose(ctx, op: Operation, tr: Operation, index, tile: int):
 
             def load_row(bi, bj, r):
                 return b.load(at(stage, bj + r, bi), align=4)
-        if op is tr:  # the tile's rows are the result's
+        if op is tr or _reshaped(op, tr):  # the tile's rows are the result's (in the same order)
             def dst_at(i, j):
                 ptr = em.element_ptr(ctx.buffer(op.results[0]), et, em.linear(index(out, i, j), t.shape))
                 return b.bitcast(ptr, vt.as_pointer())
