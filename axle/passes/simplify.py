@@ -371,6 +371,24 @@ def slice_(op, b):
         return [b.create("stablehlo.slice", [inner.operands[0]], [op.results[0].type],
                          {"start_indices": _arr(new_start), "limit_indices": _arr(new_limit),
                           "strides": _arr(new_stride)}).result]
+    cat = _owner(x, "stablehlo.concatenate")
+    if cat is not None and op.results[0].type.is_static and all(v.type.is_static for v in cat.operands):
+        # a slice within one operand of a concatenate reads that operand (jnp.partition
+        # concatenates two top_k's and a slice of it may leave one of them dead)
+        d = int(cat.attr("dimension"))
+        n = op.results[0].type.shape[d]
+        first = starts[d]
+        last = first + (n - 1) * strides[d] if n > 0 else first
+        at = 0
+        for v in cat.operands:
+            size = v.type.shape[d]
+            if at <= first and last < at + size and n > 0:
+                s2, l2 = list(starts), list(limits)
+                s2[d], l2[d] = first - at, last - at + 1
+                return [b.create("stablehlo.slice", [v], [op.results[0].type],
+                                 {"start_indices": _arr(s2), "limit_indices": _arr(l2),
+                                  "strides": _arr(strides)}).result]
+            at += size
     return None
 
 

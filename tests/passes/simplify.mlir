@@ -195,3 +195,29 @@ func.func @main() -> (tensor<8xf32>, tensor<8xf32>) {
   return %0, %1 : tensor<8xf32>, tensor<8xf32>
 }
 // CHECK-NOT: stablehlo.power
+
+// -----
+// A slice within one operand of a concatenate slices that operand (strided too); one
+// across two operands stays.
+func.func @main(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>, tensor<4x2xf32>) {
+  %c = stablehlo.concatenate %a, %b, dim = 1 : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+  %0 = stablehlo.slice %c [0:4, 4:6] : (tensor<4x8xf32>) -> tensor<4x2xf32>
+  %1 = stablehlo.slice %c [1:4:2, 3:8:3] : (tensor<4x8xf32>) -> tensor<2x2xf32>
+  %2 = stablehlo.slice %c [0:4, 2:4] : (tensor<4x8xf32>) -> tensor<4x2xf32>
+  return %0, %1, %2 : tensor<4x2xf32>, tensor<2x2xf32>, tensor<4x2xf32>
+}
+// CHECK: "stablehlo.slice"(%b) {start_indices = array<i64: 0, 1>, limit_indices = array<i64: 4, 3>, strides = array<i64: 1, 1>}
+// CHECK: "stablehlo.slice"(%b) {start_indices = array<i64: 1, 0>, limit_indices = array<i64: 4, 4>, strides = array<i64: 2, 3>}
+// CHECK: "stablehlo.slice"(%c) {start_indices = array<i64: 0, 2>
+
+// -----
+// The same, evaluated.
+func.func @main() -> (tensor<2x2xi32>, tensor<1x3xi32>) {
+  %a = stablehlo.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
+  %b = stablehlo.constant dense<[[7, 8], [9, 10]]> : tensor<2x2xi32>
+  %c = stablehlo.concatenate %a, %b, dim = 1 : (tensor<2x3xi32>, tensor<2x2xi32>) -> tensor<2x5xi32>
+  %0 = stablehlo.slice %c [0:2, 3:5] : (tensor<2x5xi32>) -> tensor<2x2xi32>
+  %1 = stablehlo.slice %c [1:2, 0:3] : (tensor<2x5xi32>) -> tensor<1x3xi32>
+  return %0, %1 : tensor<2x2xi32>, tensor<1x3xi32>
+}
+// CHECK-NOT: stablehlo.concatenate
