@@ -31,14 +31,28 @@ func.func @main(%a: tensor<2x5x3x4xf32>, %b: tensor<4x5x3x6xf32>) -> tensor<5x2x
 // CHECK: -> tensor<5x2x6xf32>
 
 // -----
-// No contracting dimension (an outer product): a size-1 K is added.
+// No contracting dimension (an outer product): one product per element, a multiply of the
+// operands broadcast to the result.
 func.func @main(%a: tensor<3xi32>, %b: tensor<4xi32>) -> tensor<3x4xi32> {
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [] x [] : (tensor<3xi32>, tensor<4xi32>) -> tensor<3x4xi32>
   return %0 : tensor<3x4xi32>
 }
-// CHECK: stablehlo.reshape %a : (tensor<3xi32>) -> tensor<3x1xi32>
-// CHECK: stablehlo.reshape %b : (tensor<4xi32>) -> tensor<1x4xi32>
-// CHECK: stablehlo.dot_general
+// CHECK: stablehlo.broadcast_in_dim {{.*}} dims = [0] : (tensor<3xi32>) -> tensor<3x4xi32>
+// CHECK: stablehlo.broadcast_in_dim {{.*}} dims = [1] : (tensor<4xi32>) -> tensor<3x4xi32>
+// CHECK: stablehlo.multiply
+// CHECK-NOT: stablehlo.dot_general
+
+// -----
+// Batch dimensions and no contraction (c[a, b] * P[a, b, i]): broadcast in the operands' own
+// dimensions, no merged batch dimension (a reshape to [a b, ...] inside the fused loop).
+func.func @main(%c: tensor<3x5xf32>, %p: tensor<3x5x8xf32>) -> tensor<3x5x8xf32> {
+  %0 = stablehlo.dot_general %c, %p, batching_dims = [0, 1] x [0, 1], contracting_dims = [] x [] : (tensor<3x5xf32>, tensor<3x5x8xf32>) -> tensor<3x5x8xf32>
+  return %0 : tensor<3x5x8xf32>
+}
+// CHECK: stablehlo.broadcast_in_dim {{.*}} dims = [0, 1] : (tensor<3x5xf32>) -> tensor<3x5x8xf32>
+// CHECK-NOT: tensor<15x
+// CHECK: stablehlo.multiply
+// CHECK-NOT: stablehlo.dot_general
 
 // -----
 // Legacy dot (matrix x vector) becomes a dot_general; precision is kept.
