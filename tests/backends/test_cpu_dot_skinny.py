@@ -1,4 +1,4 @@
-"""dot_general with fewer than 8 rows (kernels_dot_skinny.py): matrix-vector products,
+"""dot_general with fewer than 8 rows (8 with AVX-512's 32 registers; kernels_dot_skinny.py): matrix-vector products,
 projections of a few rows, decode attention over a cache, against numpy in float64, in
 every layout the two modes take (axpy: free dimension contiguous; dot: contracting
 dimension contiguous), with vector and column tails, batched, f32 and f64, at the top
@@ -121,6 +121,20 @@ def test_every_row_count(m, layout):
     assert f"skinny.{layout}" in _libraries(exe)
     want = a.astype(np.float64) @ (b.astype(np.float64) if layout == "axpy" else b.astype(np.float64).T)
     np.testing.assert_allclose(exe(a, b), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("registers", [16, 32])
+def test_eight_columns_with_32_registers(registers, monkeypatch):
+    """A @ v with v of 8 columns (a power iteration over 8 vectors) is a skinny dot where the
+    host has 32 vector registers (AVX-512), and goes to BLAS with 16 (AVX2): right results
+    both ways."""
+    monkeypatch.setattr(kernels_dot_skinny, "_registers", lambda: registers)
+    text, _ = _dot_text((301, 45), (45, 8), [], [], [1], [0])
+    exe = _compile(text)
+    assert ("skinny.dot" in _libraries(exe)) == (registers == 32)
+    r = np.random.default_rng(8)
+    a, b = r.standard_normal((301, 45)).astype(np.float32), r.standard_normal((45, 8)).astype(np.float32)
+    np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
 def test_special_values_propagate():
