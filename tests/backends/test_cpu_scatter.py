@@ -107,3 +107,47 @@ print(hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest(), bool((out
         assert equal == "True"
         outs.add(digest)
     assert len(outs) == 1
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", np.float32), ("min", np.float32), ("max", np.float32),
+                                      ("prod", np.float32), ("sum", np.int32), ("sum", "bfloat16")])
+@pytest.mark.parametrize("order", ["sorted", "unsorted"])
+def test_sorted_segments_keep_the_running_element(op, dtype, order, monkeypatch):
+    """indices_are_sorted scatters of one element per update keep the element last updated
+    in a register (kernels_indexing._apply_running): the same bits as the interpreter and
+    as the plain path, with NaN, signed zeros and out-of-range ids among the updates, and
+    with ids that break the promise (unsorted: the running element is stored and replaced)."""
+    import ml_dtypes
+    from axle.backends.cpu import kernels_indexing
+    from axle.backends.cpu import executable as cpu_exe
+    from axle.interpreter import interpret
+    from axle.ir import parse_module
+    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+    r = np.random.default_rng(5)
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    n, segs = 3000, 40
+    x = (r.standard_normal(n) * 10).astype(np.float32).astype(dt)
+    if np.dtype(dt).kind == "f":
+        x[[5, 700]] = np.nan
+        x[[9, 10, 11]] = [-0.0, 0.0, -0.0]
+    ids = r.integers(-3, segs + 3, n).astype(np.int32)  # some outside [0, segs)
+    if order == "sorted":
+        ids = np.sort(ids)
+    fn = {"sum": jax.ops.segment_sum, "min": jax.ops.segment_min, "max": jax.ops.segment_max,
+          "prod": jax.ops.segment_prod}[op]
+    f = lambda x, i: fn(x, i, segs, indices_are_sorted=True)  # noqa: E731
+    text = jax.jit(f).lower(x, ids).as_text()
+    assert "indices_are_sorted = true" in text
+    want = interpret(parse_module(text), x, ids)
+    want = np.asarray(want[0] if isinstance(want, (tuple, list)) else want)
+    used = []
+    real = kernels_indexing._apply_running
+    monkeypatch.setattr(kernels_indexing, "_apply_running", lambda *a: used.append(1) or real(*a))
+    cpu_exe.clear_memory_cache()
+    got = np.asarray(axle.compile(text, backend="cpu").execute([x, ids])[0])
+    assert used  # the running element was emitted
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    monkeypatch.setattr(kernels_indexing, "RUNNING", False)
+    cpu_exe.clear_memory_cache()
+    plain = np.asarray(axle.compile(text, backend="cpu").execute([x, ids])[0])
+    np.testing.assert_array_equal(got.view(np.uint8), plain.view(np.uint8))

@@ -12,7 +12,7 @@ from axle.codegen.elemental import clamp as _clamp
 from axle.codegen.elemental import start_index as _start_index
 from axle.codegen.elemental import start_vector as _start_vector
 from axle.codegen.emitter import _ty
-from axle.codegen.scalar import I1
+from axle.codegen.scalar import I1, I64
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
@@ -126,6 +126,10 @@ def scatter(ctx: Context, op: Operation) -> None:
 
             def apply():
                 lin = em.linear(full, rt.shape)
+                if run is not None:
+                    _apply_running(em, region, run, dsts[0], rt.element_type, lin,
+                                   [em.value_at(u, ui) for u in updates])
+                    return
                 ptrs = [em.element_ptr(d, _ty(r).element_type, lin) for d, r in zip(dsts, op.results)]
                 cur = [S.load(b, p, _ty(r).element_type) for p, r in zip(ptrs, op.results)]
                 upd = [em.value_at(u, ui) for u in updates]
@@ -150,16 +154,72 @@ def scatter(ctx: Context, op: Operation) -> None:
             with edge:
                 em.loop_nest(window_shape, lambda w: element(w, True))
 
+    run = None
     if list(uwd) == list(range(ut.rank - len(uwd), ut.rank)):
         # windows last in the updates (as JAX writes them): updates in row-major order are
         # one update's window after another, so this order applies them as the spec's does
         outer = [ut.shape[d] for d in scatter_dims]
         if _private_copies(ctx, op, outer, dsts, per_update):
             return
+        if RUNNING and _sorted(op) and len(op.results) == 1 and all(ut.shape[d] == 1 for d in uwd):
+            run = _running_start(em, rt.element_type)
         em.loop_nest(outer, per_update)
+        if run is not None:
+            _running_flush(em, run, dsts[0], rt.element_type)
     else:  # element by element in the updates' row-major order (equal targets: that order)
         em.loop_nest(list(ut.shape), lambda ui: per_update([ui[d] for d in scatter_dims], [ui[d] for d in uwd]))
 
+
+
+# Scatters of one element per update with indices_are_sorted keep the element last updated
+# in a register: the next update to the same element combines into it, and it is stored
+# when an update goes elsewhere (and after the last). Runs of one index (a segment_sum or
+# segment_min over sorted segment ids) otherwise chain every update through a store and a
+# reload of one address: 262144 updates into 4096 segments, segment_sum 0.66 -> 0.26 ms,
+# segment_min 1.69 -> 1.14 ms (its minimum's own latency is left). Each element sees the
+# same combines in the same order: the same bits. Unflagged scatters keep the plain
+# load-combine-store per update: with random indices the running element cost 0.16 ->
+# 0.29 ms (the store of the previous element and the branch on every update).
+
+
+def _sorted(op) -> bool:
+    a = op.attributes.get("indices_are_sorted")
+    return bool(getattr(a, "value", a)) if a is not None else False
+
+
+RUNNING = True  # (False: every update loads and stores; benchmarks compare)
+
+
+def _running_start(em, et):
+    """Stack slots (promoted to registers) for the element last updated: its linear index
+    (-1: none yet) and its value."""
+    cur, acc = em.alloca(I64), em.alloca(S.mem_type(et))
+    em.b.store(em.const_i64(-1), cur)
+    return cur, acc
+
+
+def _apply_running(em, region, run, dst, et, lin, upd) -> None:
+    cur_slot, acc_slot = run
+    b = em.b
+    cur = b.load(cur_slot)
+    with b.if_else(b.icmp_signed("==", lin, cur)) as (same, other):
+        with same:
+            acc = S.load(b, acc_slot, et)
+            S.store(b, em.region_scalars(region, [acc] + upd)[0], acc_slot, et)
+        with other:
+            with b.if_then(b.icmp_signed(">=", cur, em.const_i64(0))):
+                S.store(b, S.load(b, acc_slot, et), em.element_ptr(dst, et, cur), et)
+            old = S.load(b, em.element_ptr(dst, et, lin), et)
+            S.store(b, em.region_scalars(region, [old] + upd)[0], acc_slot, et)
+            b.store(lin, cur_slot)
+
+
+def _running_flush(em, run, dst, et) -> None:
+    cur_slot, acc_slot = run
+    b = em.b
+    cur = b.load(cur_slot)
+    with b.if_then(b.icmp_signed(">=", cur, em.const_i64(0))):
+        S.store(b, S.load(b, acc_slot, et), em.element_ptr(dst, et, cur), et)
 
 
 PRIVATE_MAX_BYTES = 256 << 10  # a result small enough for a copy per thread...
