@@ -340,16 +340,29 @@ class Emitter:
         return entry_alloca(self.b, t)
 
     # -- loops
-    def loop_nest(self, shape, body: Callable[[list], None], copy_nests: bool = False) -> None:
-        """for idx in ndindex(shape): body(idx). copy_nests: see for_range."""
+    def loop_nest(self, shape, body: Callable[[list], None], copy_nests: bool = False, unroll: int = 0) -> None:
+        """for idx in ndindex(shape): body(idx). copy_nests: see for_range. unroll: a nest of
+        at most this many trips in all is emitted straight, with constant indices (short
+        rows: LLVM's loop vectorizer leaves loops of fewer than 16 trips alone, and its
+        SLP vectorizer packs the straight code instead)."""
+        total = 1
+        for d in shape:
+            total *= d
+        if 0 < total <= unroll:
+            for idx in np.ndindex(*shape):
+                body([self.const_i64(int(i)) for i in idx])
+            return
         self.loop_nest_range(shape, -1, None, None, body, copy_nests)
 
     UNROLL_MAX = 4  # loops of at most this many trips are unrolled here...
     UNROLL_COPIES = 16  # ...while the nest of unrolled loops makes at most this many copies
     loops_emitted = 0  # run-time loops emitted so far (for_range: does a body hold loops?)
 
-    def loop_nest_range(self, shape, dim: int, lo, hi, body: Callable[[list], None], copy_nests: bool = False) -> None:
-        """Like loop_nest, but dimension `dim` runs over [lo, hi) (run-time values)."""
+    def loop_nest_range(self, shape, dim: int, lo, hi, body: Callable[[list], None], copy_nests: bool = False,
+                        unroll_inner: int = 0) -> None:
+        """Like loop_nest, but dimension `dim` runs over [lo, hi) (run-time values). With
+        unroll_inner, an innermost dimension of at most that many trips is emitted straight
+        (see loop_nest's unroll)."""
         if any(d == 0 for d in shape):
             return
         idx = []
@@ -361,6 +374,9 @@ class Emitter:
             step = lambda i: (idx.append(i), level(k + 1), idx.pop())  # noqa: E731
             if k == dim:
                 self.for_range_dynamic(lo, hi, step)
+            elif k == len(shape) - 1 and shape[k] <= unroll_inner:
+                for i in range(shape[k]):
+                    step(self.const_i64(i))
             else:
                 self.for_range(shape[k], step, copy_nests)
         level(0)

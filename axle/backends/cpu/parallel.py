@@ -490,9 +490,10 @@ def outer_dim(shape) -> int:
     return 0
 
 
-def split_loop(ctx, shape: list, dim: int, body, work_per_element: int = 1) -> None:
+def split_loop(ctx, shape: list, dim: int, body, work_per_element: int = 1, unroll_inner: int = 0) -> None:
     """Emit `for idx in ndindex(shape): body(idx)`, with dimension `dim` shared across
-    threads when the nest is big enough (and we are in a top-level kernel function)."""
+    threads when the nest is big enough (and we are in a top-level kernel function).
+    unroll_inner: see Emitter.loop_nest_range."""
     total = 1
     for d in shape:
         total *= d
@@ -502,7 +503,7 @@ def split_loop(ctx, shape: list, dim: int, body, work_per_element: int = 1) -> N
         ctx.em.loop_nest([], body)
         return
     split_ranges(ctx, shape[dim], total * work_per_element,
-                 lambda lo, hi: ctx.em.loop_nest_range(list(shape), dim, lo, hi, body))
+                 lambda lo, hi: ctx.em.loop_nest_range(list(shape), dim, lo, hi, body, unroll_inner=unroll_inner))
 
 
 def split_ranges(ctx, n: int, work: int, emit, max_threads: int = 0, chunks: int = 0) -> None:

@@ -79,13 +79,13 @@ class GpuEmitter(Emitter):
 
     grid_hook = None  # (shape, fn(shape, body)): the next loop nest over `shape` becomes the grid
 
-    def loop_nest_range(self, shape, dim, lo, hi, body, copy_nests=False):
+    def loop_nest_range(self, shape, dim, lo, hi, body, copy_nests=False, unroll_inner=0):
         hook = self.grid_hook
         if hook is not None and list(shape) == list(hook[0]):
             self.grid_hook = None
             hook[1](list(shape), body)
             return
-        super().loop_nest_range(shape, dim, lo, hi, body, copy_nests)
+        super().loop_nest_range(shape, dim, lo, hi, body, copy_nests, unroll_inner)
 
 
 def _sreg(b: ir.IRBuilder, mod: ir.Module, name: str):
