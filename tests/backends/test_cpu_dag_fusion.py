@@ -217,3 +217,22 @@ def test_shared_index_arithmetic_is_recomputed_not_stored():
     plans = str(exe.program.plans)
     assert re.search(r"(\d+) temporaries", plans).group(1) == "0", plans
     assert len(_loops(exe)) == 2
+
+
+@pytest.mark.parametrize("window,strides,split", [((1, 5, 1, 1), (1, 1, 1, 1), True),   # LRN: 5 channels
+                                                  ((1, 1, 3, 3), (1, 1, 1, 1), True),   # a 3 x 3 sum
+                                                  ((1, 1, 2, 2), (1, 1, 2, 2), False)])  # no reuse
+def test_window_over_a_costly_input_reads_it_from_a_buffer(window, strides, split):
+    """A reduce_window whose windows read each input element several times gets its input
+    from a buffer when that input holds a transcendental function (fusion._window_reuse):
+    computed once per element, not once per tap; a window without reuse keeps it fused."""
+    def f(x, s):
+        y = jnp.power(s, -0.25) * x / (1.0 + s)
+        return jax.lax.reduce_window(y, 0.0, jax.lax.add, window, strides, "SAME")
+    r = np.random.default_rng(4)
+    x = r.standard_normal((2, 16, 12, 12)).astype(np.float32)
+    s = r.uniform(0.5, 2.0, (2, 16, 12, 12)).astype(np.float32)
+    exe = _compile(f, x, s)
+    names = [k.name for k in _loops(exe)]
+    assert (len(names) >= 2) == split, names
+    np.testing.assert_allclose(exe.execute([x, s])[0], np.asarray(jax.jit(f)(x, s)), rtol=1e-5, atol=1e-5)

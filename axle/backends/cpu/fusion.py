@@ -104,6 +104,16 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
             if chain > MAX_FUSION_DEPTH:  # the emitter recurses once per fused op
                 want.add(r)
             depth[r] = 0 if r in want else chain
+        if op.name == "stablehlo.reduce_window" and _window_reuse(op) >= 2:
+            # a window reads each input element several times: an input computed with a
+            # transcendental function or more than REUSE_COST ops per element gets a buffer
+            # (computed once, by a vectorized loop) rather than being recomputed per tap (an
+            # LRN's backward: x ** -0.25 and divides under a window of 5 channels, 22.9 ms;
+            # as a loop and the window sum, under 1 ms)
+            n = len(op.results)
+            for v in op.operands[:n]:
+                if v not in want and (v in costly or cost.get(v, 0) > REUSE_COST):
+                    want.add(v)
         if op.name == "stablehlo.scatter" and len(op.operands) >= 3:
             # updates computed with a gather or a transcendental function get a
             # buffer: the scatter's loop runs on one thread and computes its fused updates
@@ -142,6 +152,18 @@ def materialized(ops: list, block: Block, targets: dict, to_return: set, uses: d
     want.update(_strided_transposes(ops, want, block))
     want.update(_updates_reading_their_target(ops, want, block))
     return want
+
+
+def _window_reuse(op: Operation) -> float:
+    """About how many windows of reduce_window op read each input element: the window's
+    elements over its stride (each dimension; dilations spread the taps, not the count)."""
+    dims = [int(d) for d in op.attr("window_dimensions")]
+    strides = op.attr("window_strides", None)
+    strides = [int(s) for s in strides] if strides is not None else [1] * len(dims)
+    reuse = 1.0
+    for d, st in zip(dims, strides):
+        reuse *= max(1.0, d / max(st, 1))
+    return reuse
 
 
 def _updates_reading_their_target(ops: list, want: set, block: Block) -> set:
