@@ -334,6 +334,15 @@ def _adaptive_max_nd(n):
         lead = x.rank - n
         insize = x.shape[lead:]
         outsize = _expand(size, n)
+        if all(o == 1 for o in outsize):  # global: an argmax over the flattened plane (as a
+            # window of the whole plane it ran at 0.9 GB/s: 1.3 ms against eager's 0.09 for
+            # 4 x 64 x 32 x 32)
+            flat = tuple(x.shape[:lead]) + (int(np.prod(insize)),)
+            xf = em.reshape(x, flat)
+            idx = em.iota(flat, lead, "i64")
+            v, i = em.reduce([xf, idx], [em.const(_extreme(x.dtype, True), x.dtype), em.const(-1, "i64")],
+                             [lead], _first_max)
+            return em.reshape(v, shape_of(out[0])), em.reshape(i, shape_of(out[1]))
         if all(i % o == 0 for i, o in zip(insize, outsize)):
             k = [i // o for i, o in zip(insize, outsize)]
             return _max_pool_nd(n)(em, out, x, k, k, 0)

@@ -228,8 +228,13 @@ def emit_reduce(ctx: Context, op: Operation) -> None:
         return
     reassoc = _simple_float_add(op) and dims and dims[-1] == in_t.rank - 1
     lanes = _extreme_lanes(op, dims, in_t) if _selected(ctx, inputs[0]) else 0
+    from axle.backends.cpu.arg_lanes import arg_lanes, lanewise_arg
+    arg_w = arg_lanes(op, dims, in_t)
 
     def body(out_idx):
+        if arg_w:  # an argmax / argmin: w partial (value, index) pairs (arg_lanes.py)
+            lanewise_arg(ctx, op, arg_w, inputs, kept, out_idx, dims, in_t, inits)
+            return
         acc = Accumulators(ctx, op, inits)
         if lanes:  # a masked max / min: w partial results (_lanewise_extreme)
             _lanewise_extreme(ctx, op, acc, lanes, inputs, kept, out_idx, dims, in_t)
