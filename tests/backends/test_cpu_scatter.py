@@ -151,3 +151,46 @@ def test_sorted_segments_keep_the_running_element(op, dtype, order, monkeypatch)
     cpu_exe.clear_memory_cache()
     plain = np.asarray(axle.compile(text, backend="cpu").execute([x, ids])[0])
     np.testing.assert_array_equal(got.view(np.uint8), plain.view(np.uint8))
+
+
+@pytest.mark.parametrize("shape,collide", [((4, 16, 12, 10), True), ((2, 3, 2, 9, 7), True), ((3, 5, 8, 6), False)])
+def test_window_outside_keeps_the_order_at_each_target(shape, collide, monkeypatch):
+    """A scatter whose window lies far apart in the operand (N x C, indexed over the last
+    two dimensions: an upsampling's backward) runs the window's loop outside: each target
+    sees its updates in the same order, so float sums over colliding indices are the
+    interpreter's bit for bit; out-of-range indices are skipped."""
+    from axle.backends.cpu import kernels_indexing
+    from axle.backends.cpu import executable as cpu_exe
+    from axle.interpreter import interpret
+    from axle.ir import parse_module
+    r = np.random.default_rng(9)
+    h, w = shape[-2], shape[-1]
+    x = r.standard_normal(shape).astype(np.float32)
+    hi = r.integers(0, h if collide else h, 2 * h)
+    wi = r.integers(-1, w + 1, 2 * w)  # some outside
+    if not collide:
+        hi, wi = np.arange(h), np.arange(w)
+    lead = len(shape) - 2
+    # updates [Hi, Wi, N, C...]: the window last in the updates (as the torch bridge's
+    # index_put writes it), N x C... in the operand
+    u = (r.standard_normal((len(hi), len(wi)) + shape[:-2]) * 1e3).astype(np.float32)
+    dn = jax.lax.ScatterDimensionNumbers(update_window_dims=tuple(range(2, 2 + lead)),
+                                         inserted_window_dims=(lead, lead + 1),
+                                         scatter_dims_to_operand_dims=(lead, lead + 1))
+
+    def f(x, hi, wi, u):
+        idx = jnp.stack(jnp.broadcast_arrays(hi[:, None], wi[None, :]), -1)
+        return jax.lax.scatter_add(x, idx, u, dn, mode=jax.lax.GatherScatterMode.FILL_OR_DROP)
+    args = (x, hi.astype(np.int32), wi.astype(np.int32), u)
+    text = jax.jit(f).lower(*args).as_text()
+    used = []
+    real = kernels_indexing._window_outside
+    monkeypatch.setattr(kernels_indexing, "_window_outside", lambda *a: used.append(real(*a)) or used[-1])
+    cpu_exe.clear_memory_cache()
+    from axle.backends.cpu import disk_cache
+    with disk_cache.disabled():
+        got = np.asarray(axle.compile(text, backend="cpu").execute(list(args))[0])
+    assert any(used)
+    want = interpret(parse_module(text), *args)
+    want = np.asarray(want[0] if isinstance(want, (tuple, list)) else want)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

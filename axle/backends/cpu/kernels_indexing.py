@@ -163,12 +163,39 @@ def scatter(ctx: Context, op: Operation) -> None:
             return
         if RUNNING and _sorted(op) and len(op.results) == 1 and all(ut.shape[d] == 1 for d in uwd):
             run = _running_start(em, rt.element_type)
+        window = [ut.shape[d] for d in uwd]
+        if _window_outside(rt, window_of, to_operand, ibatch, window):
+            # each element of the window on its own plane: the window's loop outside, the
+            # updates inside (the order at each target is kept: distinct window elements
+            # have distinct targets)
+            em.loop_nest(window, lambda w: em.loop_nest(outer, lambda s: per_update(s, w)))
+            return
         em.loop_nest(outer, per_update)
         if run is not None:
             _running_flush(em, run, dsts[0], rt.element_type)
     else:  # element by element in the updates' row-major order (equal targets: that order)
         em.loop_nest(list(ut.shape), lambda ui: per_update([ui[d] for d in scatter_dims], [ui[d] for d in uwd]))
 
+
+
+WINDOW_OUTSIDE_MIN = 8  # window elements from which a strided window's loop goes outside
+
+
+def _window_outside(rt, window_of: dict, to_operand, ibatch, window: list) -> bool:
+    """Whether a scatter's window should be the outer loop: its elements lie far apart in
+    the operand (the operand's last dimension is not in the window: a gradient of a
+    gather over H, W whose window is N x C, PyTorch's upsampling backward) and no window
+    dimension is also indexed (then distinct window elements have distinct targets, and
+    each target still sees its updates in order). Update by update, every update wrote a
+    cache line (and a page) per window element: a bicubic upsampling's backward, 16 such
+    scatters of [96, 128] updates of 4 x 16 at 0.4 GB/s; with the window outside, the
+    updates of one plane stay in the cache."""
+    vol = 1
+    for n in window:
+        vol *= n
+    last = rt.rank - 1
+    return (vol >= WINDOW_OUTSIDE_MIN and rt.rank >= 2 and last not in window_of
+            and not any(d in to_operand or d in ibatch for d in window_of))
 
 
 # Scatters of one element per update with indices_are_sorted keep the element last updated
