@@ -18,7 +18,7 @@ quantized tensor reach them directly, `reject_quantized` raises instead of compu
 from __future__ import annotations
 
 import numpy as np
-from axle import fft_library
+from axle.interpreter import fft_library
 
 from axle.interpreter.numerics import (
     cast_to, convert, element_type, is_quantized, round_float, to_compute, to_wide_int,
@@ -323,7 +323,7 @@ def fft(call: OpCall):
         return np.zeros(shape, dtype=dst.dtype)
     # complex64 / float32 transforms run in single precision, as XLA's do (DUCC, pocketfft's
     # successor): rounding in f64 would differ from them by more ULPs. The library
-    # (axle/fft_library.py) is the one the CPU backend calls.
+    # (axle/interpreter/fft_library.py) is the one the CPU backend calls.
     if fft_type not in ("FFT", "IFFT", "RFFT", "IRFFT"):
         raise call.error(f"unknown fft_type {fft_type!r}")
     narrow = dst.component.bitwidth <= 32

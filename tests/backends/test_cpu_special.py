@@ -288,7 +288,7 @@ def test_fft_matches_interpreter(kind, rank, real_ty):
     text, x = fft_case(kind, rank, real_ty)
     got, want = both(text, x)
     assert got[0].dtype == want[0].dtype
-    np.testing.assert_array_equal(got[0], want[0])  # the same library calls (axle/fft_library.py)
+    np.testing.assert_array_equal(got[0], want[0])  # the same library calls (axle/interpreter/fft_library.py)
 
 
 def test_fft_of_a_fused_producer_and_inside_a_loop():

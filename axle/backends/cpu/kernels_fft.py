@@ -1,5 +1,5 @@
-"""stablehlo.fft on the CPU backend: a call of pocketfft or ducc0 (axle/fft_library.py) through
-a host callback.
+"""stablehlo.fft on the CPU backend: a call of pocketfft or ducc0 (axle/interpreter/fft_library.py)
+through a host callback.
 
 The generated code calls one host callback with the op's key and a table of two buffer
 pointers (operand, result). The callback views both buffers as numpy arrays and runs the
@@ -19,7 +19,7 @@ import ctypes
 
 import numpy as np
 
-from axle import fft_library
+from axle.interpreter import fft_library
 from axle.codegen.emitter import _ty
 from axle.errors import Unsupported
 from axle.backends.cpu.context import Context

@@ -1,11 +1,11 @@
-"""axle/fft_library.py: the transforms the interpreter and the CPU backend share, against
-numpy.fft in both precisions, with ducc0 and without it."""
+"""axle/interpreter/fft_library.py: the transforms the interpreter and the CPU backend share,
+against numpy.fft in both precisions, with ducc0 and without it."""
 import sys
 
 import numpy as np
 import pytest
 
-from axle import fft_library
+from axle.interpreter import fft_library
 
 R = np.random.default_rng(3)
 NUMPY = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}
