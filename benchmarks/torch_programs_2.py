@@ -537,6 +537,26 @@ def step_grads(model, m, args, restore) -> list:
     return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
 
 
+def time_pair(f, g_, rounds=5, reps=3):
+    """Median ms of f() and of g_(), interleaved over `rounds` rounds of `reps` calls."""
+    import time
+    import numpy as np
+    ts = ([], [])
+    for r in range(rounds):
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            fn = (f, g_)[i]
+            t = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            ts[i].append((time.perf_counter() - t) / reps)
+    return np.median(ts[0]) * 1e3, np.median(ts[1]) * 1e3
+
+
+def tensor_outputs(o):
+    """The tensors of a module's output (one tensor, or a tuple / list of values)."""
+    return [t for t in (o if isinstance(o, (tuple, list)) else (o,)) if isinstance(t, torch.Tensor)]
+
+
 def runner(P, EVAL, width=28):
     """run(name): one module's forward, gradients and updated buffers against eager, its
     interleaved step times, and notes: fallbacks, graph breaks, frames Dynamo left whole to

@@ -58,7 +58,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import torch_programs as T  # noqa: E402  (sets AXLE_NUM_THREADS / torch threads, registers the backend)
 from torch_programs import _rel, g  # noqa: E402
-from torch_programs_2 import ints, step_grads, sweep  # noqa: E402
+from torch_programs_2 import ints, step_grads, sweep, tensor_outputs as _outs, time_pair as _time  # noqa: E402
 from axle.torch.backend import STATS, AxleFallbackWarning  # noqa: E402
 
 
@@ -547,23 +547,6 @@ def _():
 
 
 # ---------------------------------------------------------------- the harness
-
-def _time(f, g_, rounds=5, reps=3):
-    """Median ms of f() and of g_(), interleaved over `rounds` rounds of `reps` calls."""
-    ts = ([], [])
-    for r in range(rounds):
-        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-            fn = (f, g_)[i]
-            t = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            ts[i].append((time.perf_counter() - t) / reps)
-    return np.median(ts[0]) * 1e3, np.median(ts[1]) * 1e3
-
-
-def _outs(o):
-    return [t for t in (o if isinstance(o, (tuple, list)) else (o,)) if isinstance(t, torch.Tensor)]
-
 
 RESULTS = {}
 
