@@ -236,3 +236,21 @@ def test_window_over_a_costly_input_reads_it_from_a_buffer(window, strides, spli
     names = [k.name for k in _loops(exe)]
     assert (len(names) >= 2) == split, names
     np.testing.assert_allclose(exe.execute([x, s])[0], np.asarray(jax.jit(f)(x, s)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("interior,split", [(1, True), (0, False)])
+def test_interior_pad_of_a_costly_operand_reads_it_from_a_buffer(interior, split):
+    """An interior pad (an avg-pool's backward) loops over its padded result: an operand
+    computed with a transcendental function gets a buffer of its own (one vectorized loop)
+    instead of being computed there element by element; a pad without interior padding
+    keeps it fused."""
+    def f(x, s):
+        y = jnp.power(s, 0.75) * x
+        return jax.lax.pad(y, 0.0, ((0, 0, 0), (0, 0, 0), (1, 1, interior), (1, 1, interior)))
+    r = np.random.default_rng(6)
+    x = r.standard_normal((2, 8, 16, 16)).astype(np.float32)
+    s = r.uniform(0.5, 2.0, (2, 8, 16, 16)).astype(np.float32)
+    exe = _compile(f, x, s)
+    names = [k.name for k in _loops(exe)]
+    assert (len(names) >= 2) == split, names
+    np.testing.assert_allclose(exe.execute([x, s])[0], np.asarray(jax.jit(f)(x, s)), rtol=1e-5, atol=1e-5)
