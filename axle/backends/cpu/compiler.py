@@ -81,6 +81,7 @@ def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) 
         ctx.buffer_plan.add(value=a, place="argument", slot=i)
     ctx.emit_block(block, [BufRef(n_args + k) for k in range(n_res)])
     ctx.b.ret_void()
+    _cold_driver(func)
     emit_trampoline(mod, func, n_args + n_res)
     profile_offset = ctx.timer.finish() if ctx.timer is not None else None
     status_offset = status.finish(ctx)
@@ -92,6 +93,21 @@ def _compile_function(module: Module, entry: str, profile: bool, aliases: dict) 
                    ctx.kernels, ctx.allocations, ctx.cacheable, ctx.host_callbacks, profile_offset,
                    ctx.aliases, ctx.alias_rejections,
                    sorted(set(ctx.host_ops)), status_offset, ctx.plans)
+
+
+# An entry function of more instructions than this is compiled without optimization (LLVM's
+# optnone): a large program's entry is a driver, one call per kernel with its pointer table
+# built before it, and the kernels are functions of their own, optimized as ever. LLVM's
+# function passes are superlinear on such a function: an unrolled GRU's forward, 2150 kernel
+# calls in 45,000 lines, took 39 s to optimize; 13.6 s without the driver.
+DRIVER_OPTNONE_INSTRUCTIONS = 8000
+
+
+def _cold_driver(func: ir.Function) -> None:
+    n = sum(len(blk.instructions) for blk in func.blocks)
+    if n > DRIVER_OPTNONE_INSTRUCTIONS:
+        func.attributes.add("noinline")
+        func.attributes.add("optnone")
 
 
 def _dismantle(mod: ir.Module) -> None:
