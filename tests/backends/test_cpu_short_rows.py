@@ -1,5 +1,5 @@
 """Short rows emitted straight for the SLP vectorizer (elementwise.SHORT_ROW): row reductions
-over at most 16 elements (a softmax over 8 experts) and elementwise loops whose last dimension
+over fewer than 16 elements (a softmax over 8 experts) and elementwise loops whose last dimension
 is short and cannot merge (cos(x - mu) with mu broadcast along the rows). Against numpy, at
 every short length and just past the limit, with NaN and -inf in rows, in place."""
 import numpy as np

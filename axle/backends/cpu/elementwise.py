@@ -600,8 +600,10 @@ def _register_transpose(ctx, op: Operation, tr: Operation, index, tile: int):
 
 # Rows of at most this many elements are reduced by straight code (Emitter.loop_nest's
 # unroll), which the SLP vectorizer packs: a softmax over rows of 8 (a router over 8
-# experts, mixture weights) ran its exponentials one at a time in a loop of 8 trips
-SHORT_ROW = 16
+# experts, mixture weights) ran its exponentials one at a time in a loop of 8 trips. LLVM's
+# loop vectorizer takes loops of 16 trips or more: those stay loops (a Hessian's
+# [545, 256, 16] loop, unrolled, lost its vectors: 0.73 -> 3.8 ms)
+SHORT_ROW = 15
 SHORT_ROW_WORK = 1024  # ...while the straight code holds at most this many ops (compile time)
 
 
