@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from axle.torch.dtypes import COMPLEX
-from axle.torch.registry import (RULES, V, aten, is_float, opmath, promote, rule, shape_of,
-                                 value)
+from axle.torch.registry import (RULES, Unsupported, V, aten, is_float, opmath, promote, rule,
+                                 shape_of, value)
 
 
 def _binary(kind):
@@ -261,6 +261,25 @@ def _bitwise(kind):
 
 for _kind in ("and", "or", "xor"):
     rule(getattr(aten, f"bitwise_{_kind}").Tensor, getattr(aten, f"bitwise_{_kind}").Scalar)(_bitwise(_kind))
+
+
+def _shift(left: bool):
+    """Bit shifts of integers: StableHLO's shifts give what eager's do for every amount (one
+    at least the type's width, or negative, which is a large unsigned amount: 0 to the
+    left, the sign's fill to the right), arithmetic right shifts for signed types."""
+    def lower(em, out, a, b):
+        shape, dt = shape_of(out), out[1]
+        if is_float(dt) or dt == "i1":
+            raise Unsupported(f"a bit shift of {dt}")
+        kind = "shift_left" if left else ("shift_right_logical" if dt.startswith("ui") else "shift_right_arithmetic")
+        return em.binary(kind, value(em, a, dt, shape), value(em, b, dt, shape))
+    return lower
+
+
+rule(aten.__lshift__.Scalar, aten.__lshift__.Tensor, aten.bitwise_left_shift.Tensor,
+     aten.bitwise_left_shift.Tensor_Scalar, aten.bitwise_left_shift.Scalar_Tensor)(_shift(True))
+rule(aten.__rshift__.Scalar, aten.__rshift__.Tensor, aten.bitwise_right_shift.Tensor,
+     aten.bitwise_right_shift.Tensor_Scalar, aten.bitwise_right_shift.Scalar_Tensor)(_shift(False))
 
 
 @rule(aten.bitwise_not.default)

@@ -1,5 +1,5 @@
-"""Special functions against eager PyTorch (op_harness: one compiled graph per dtype, each
-result compared on its own)."""
+"""Special functions and bit shifts against eager PyTorch (op_harness: one compiled graph per
+dtype, each result compared on its own)."""
 import math
 
 import pytest
@@ -74,3 +74,33 @@ def test_special_values_as_eager(dtype):
     # trigamma: eager's reflection makes the poles large finite numbers; axle's are inf
     got = run_both({"trigamma": lambda x: aten.polygamma.default(1, x)}, [x])["trigamma"][0][0]
     assert torch.equal(got[:4], torch.full((4,), inf, dtype=dtype)) and got[8].isnan()
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
+def test_bit_shifts(dtype):
+    """<< and >> by scalars and tensors, amounts past the width and negative ones as eager
+    (0 to the left; the sign's fill to the right, arithmetic for signed types)."""
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(info.min, info.max, (8, 9), generator=g, dtype=dtype)
+    b = torch.randint(0 if dtype == torch.uint8 else -3, 70, (8, 9), generator=g, dtype=torch.int64).to(dtype)
+    ops = {"rshift_4": lambda a, b: aten.__rshift__.Scalar(a, 4), "lshift_3": lambda a, b: aten.__lshift__.Scalar(a, 3),
+           "rshift": aten.__rshift__.Tensor, "lshift": aten.__lshift__.Tensor,
+           "right_shift": aten.bitwise_right_shift.Tensor, "left_shift": aten.bitwise_left_shift.Tensor,
+           "right_shift_2": lambda a, b: aten.bitwise_right_shift.Tensor_Scalar(a, 2),
+           "one_left_shift": lambda a, b: aten.bitwise_left_shift.Scalar_Tensor(1, b),
+           "rshift_9": lambda a, b: aten.__rshift__.Scalar(a, 9)}
+    check(run_both(ops, [a, b]), dtype)
+
+
+def test_int4_dequantization():
+    """Two int4 values per uint8 (low and high nibble), dequantized as GPTQ-style kernels do."""
+    packed = torch.randint(0, 256, (16, 8), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
+    scale = rand((16, 1), torch.float32, 0.01, 0.1, seed=2)
+
+    def dequant(p, s):
+        lo = aten.bitwise_and.Scalar(p, 15)
+        hi = aten.__rshift__.Scalar(p, 4)
+        q = aten.cat.default([lo, hi], 1)
+        return aten.mul.Tensor(aten.sub.Tensor(aten._to_copy.default(q, dtype=torch.float32), 8), s)
+    check(run_both({"dequant": dequant}, [packed, scale]))
