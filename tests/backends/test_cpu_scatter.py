@@ -153,7 +153,7 @@ def test_sorted_segments_keep_the_running_element(op, dtype, order, monkeypatch)
     np.testing.assert_array_equal(got.view(np.uint8), plain.view(np.uint8))
 
 
-@pytest.mark.parametrize("shape,collide", [((4, 16, 12, 10), True), ((2, 3, 2, 9, 7), True), ((3, 5, 8, 6), False)])
+@pytest.mark.parametrize("shape,collide", [((4, 16, 24, 20), True), ((2, 3, 2, 18, 16), True), ((3, 5, 16, 20), False)])
 def test_window_outside_keeps_the_order_at_each_target(shape, collide, monkeypatch):
     """A scatter whose window lies far apart in the operand (N x C, indexed over the last
     two dimensions: an upsampling's backward) runs the window's loop outside: each target
