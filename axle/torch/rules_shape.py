@@ -1,6 +1,6 @@
 """ATen view, layout, indexing and creation ops (results are always fresh, contiguous tensors:
 StableHLO has values, not views; as_strided reads its input in memory order, from the strides
-the lowering passes), scatters with reductions, bucketize / searchsorted."""
+the lowering passes), scatters with reductions (bucketize / searchsorted: rules_select.py)."""
 from __future__ import annotations
 
 import math
@@ -440,30 +440,6 @@ def _scatter_reduce(em, out, a, d, index, src, reduce, include_self=True):
         r = em.select(em.compare("GT", count, em.const(0, a.dtype, a.shape)),
                       em.binary("divide", r, em.binary("maximum", count, em.const(1, a.dtype, a.shape))), a)
     return r
-
-
-def _count_below(em, out, seq: V, x: V, right: bool) -> V:
-    """The number of (sorted) entries of 1-D seq below each value of x (at or below it with
-    right): one comparison per entry, counted."""
-    if seq.rank != 1:
-        raise Unsupported("searchsorted over a batch of sequences")
-    ct = opmath(x.dtype) if is_float(x.dtype) or is_float(seq.dtype) else "i64"
-    xs = em.broadcast_in_dim(em.convert(x, ct), tuple(x.shape) + (seq.shape[0],), list(range(x.rank)))
-    bs = em.broadcast_in_dim(em.convert(seq, ct), xs.shape, [x.rank])
-    below = em.compare("LE" if right else "LT", bs, xs)
-    return em.convert(em.reduce_simple(em.convert(below, "i64"), [x.rank], "add", 0), out[1])
-
-
-@rule(aten.bucketize.Tensor)
-def _bucketize(em, out, x, boundaries, out_int32=False, right=False):
-    return _count_below(em, out, boundaries, x, right)
-
-
-@rule(aten.searchsorted.Tensor)
-def _searchsorted(em, out, seq, x, out_int32=False, right=False, side=None, sorter=None):
-    if sorter is not None:
-        raise Unsupported("searchsorted with a sorter")
-    return _count_below(em, out, seq, x, right or side == "right")
 
 
 def _storage(em, x: V, strides):

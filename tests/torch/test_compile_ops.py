@@ -55,3 +55,41 @@ def test_special_functions_train(dtype):
     y = (torch.rand(6, 7, generator=g, dtype=dtype) * 6 - 3).requires_grad_()
     tol = 2e-5 if dtype == torch.float32 else 2e-9  # (f64: eager's trigamma, digamma's gradient, is off by 5e-10)
     _train_step_matches(f, [x, y], tol, tol)
+
+
+def test_order_statistics_and_masked_scatter_train():
+    """median / nanmedian / kthvalue forward (indices saved) and their scatter backward;
+    masked_scatter and masked_scatter_backward; a batched searchsorted and uint8 nibbles."""
+    def f(x, src):
+        v = x.median(1).values + x.nanmedian(0).values.sum() + x.kthvalue(2, 1).values
+        y = x.masked_scatter(x > 0.2, src * 3)
+        pos = torch.searchsorted(x.detach().sort(1).values, x.detach()[:, :3], right=True)
+        nib = ((x.detach().abs() * 100).clamp(max=255).to(torch.uint8) >> 4).float()
+        return y.sum(1) * v + pos.sum(1) + nib.sum(1)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 9, generator=g).requires_grad_()
+    src = torch.randn(50, generator=g).requires_grad_()
+    _train_step_matches(f, [x, src], 1e-5, 1e-5)
+
+
+def test_embedding_max_norm_renormalizes_in_place():
+    """nn.Embedding(max_norm=...): the looked-up rows of the weight renormalized in place (as
+    eager's embedding_renorm_), the lookup and the weight's gradient as eager's."""
+    torch.manual_seed(0)
+    ref = torch.nn.Embedding(12, 6, max_norm=1.0)
+    with torch.no_grad():
+        ref.weight.mul_(2)
+    mine = torch.nn.Embedding(12, 6, max_norm=1.0)
+    mine.load_state_dict(ref.state_dict())
+    idx = torch.tensor([[1, 3, 3], [11, 0, 1]])
+    want = ref(idx)
+    want.pow(2).sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        torch._dynamo.reset()
+        got = torch.compile(mine, backend="axle")(idx)
+        got.pow(2).sum().backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(mine.weight, ref.weight)
+    torch.testing.assert_close(mine.weight.grad, ref.weight.grad)
+    assert not torch.equal(mine.weight[1], 2 * torch.nn.Embedding(12, 6).weight[1])

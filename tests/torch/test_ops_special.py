@@ -1,5 +1,6 @@
-"""Special functions and bit shifts against eager PyTorch (op_harness: one compiled graph per
-dtype, each result compared on its own)."""
+"""Special functions, bit shifts, order statistics, searchsorted over batches, masked_scatter
+and embedding_renorm against eager PyTorch (op_harness: one compiled graph per dtype, each
+result compared on its own)."""
 import math
 
 import pytest
@@ -104,3 +105,89 @@ def test_int4_dequantization():
         q = aten.cat.default([lo, hi], 1)
         return aten.mul.Tensor(aten.sub.Tensor(aten._to_copy.default(q, dtype=torch.float32), 8), s)
     check(run_both({"dequant": dequant}, [packed, scale]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64], ids=str)
+def test_median_and_kthvalue(dtype):
+    """Values and indices of median / nanmedian (lower median; eager breaks ties by index,
+    as the stable sort does; a NaN row's median its first NaN) and kthvalue (NaN largest)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 4, (7, 9), generator=g).to(dtype)  # many ties
+    if dtype.is_floating_point:
+        x[1, ::3] = nan
+        x[4, 5] = nan
+        x[6] = nan
+    ops = {"median": lambda x: aten.median.dim(x, 1), "median_keep": lambda x: aten.median.dim(x, 0, True),
+           "nanmedian": lambda x: aten.nanmedian.dim(x, 1), "nanmedian_0": lambda x: aten.nanmedian.dim(x, 0),
+           "median_all": aten.median.default,
+           "kth_values": lambda x: aten.kthvalue.default(x, 3, 1)[0],
+           "kth_values_keep": lambda x: aten.kthvalue.default(x, 7, 0, True)[0]}
+    if dtype.is_floating_point:
+        ops["nanmedian_all"] = aten.nanmedian.default
+    results = run_both(ops, [x])
+    if dtype.is_floating_point:  # an all-NaN row: NaN; its index is wherever eager's nth_element left it
+        got, want = results["nanmedian"]
+        assert got[1][6] == 0
+        got[1][6] = want[1][6]
+    check(results, dtype)
+    # kthvalue's index on ties is any equal element's in eager (quickselect): distinct values here
+    y = torch.randperm(63, generator=g).reshape(7, 9).to(dtype)
+    check(run_both({"kth": lambda y: aten.kthvalue.default(y, 4, 1),
+                    "kth_first": lambda y: aten.kthvalue.default(y, 1, 0)}, [y]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+@pytest.mark.parametrize("length", [5, 100])
+def test_searchsorted_batched(dtype, length):
+    """Rows of sorted sequences (counted up to 64 entries, bisected beyond), right / side,
+    out_int32, a sorter, a scalar, and 1-D boundaries; NaN values land at the end."""
+    g = torch.Generator().manual_seed(length)
+    seq = torch.sort(torch.randint(0, 50, (3, 4, length), generator=g).to(dtype), -1).values
+    vals = torch.randint(-2, 53, (3, 4, 11), generator=g).to(dtype)
+    if dtype.is_floating_point:
+        vals[0, 0, :3] = torch.tensor([nan, inf, -inf], dtype=dtype)
+    order = torch.arange(length - 1, -1, -1).expand(3, 4, length).contiguous()
+    ops = {"left": lambda s, v, o: aten.searchsorted.Tensor(s, v),
+           "right": lambda s, v, o: aten.searchsorted.Tensor(s, v, right=True),
+           "int32_side": lambda s, v, o: aten.searchsorted.Tensor(s, v, out_int32=True, side="right"),
+           "one_row": lambda s, v, o: aten.searchsorted.Tensor(aten.select.int(aten.select.int(s, 0, 1), 0, 2), v),
+           "bucketize": lambda s, v, o: aten.bucketize.Tensor(v, aten.select.int(aten.select.int(s, 0, 0), 0, 0), right=True),
+           "scalar": lambda s, v, o: aten.searchsorted.Scalar(aten.select.int(aten.select.int(s, 0, 2), 0, 1), 7),
+           "sorter": lambda s, v, o: aten.searchsorted.Tensor(aten.flip.default(s, [-1]), v, sorter=o)}
+    if length > 64:  # (bisected: slower to compile, the forms alike)
+        ops = {k: ops[k] for k in ("left", "int32_side", "one_row")}
+    check(run_both(ops, [seq, vals, order]), dtype)
+
+
+def test_searchsorted_bisects_as_eager_with_nan_boundaries():
+    """Past 64 entries the search is eager's bisection step for step: the same answers even
+    for sequences ending in NaNs (which a count would place differently)."""
+    g = torch.Generator().manual_seed(1)
+    seq = torch.sort(torch.rand(3, 100, generator=g), -1).values
+    seq[:, -30:] = nan
+    v = torch.rand(3, 50, generator=g)
+    check(run_both({"left": aten.searchsorted.Tensor,
+                    "right": lambda s, v: aten.searchsorted.Tensor(s, v, right=True)}, [seq, v]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_masked_scatter_and_backward(dtype):
+    """The mask's true positions in row-major order take source's elements in order (a
+    broadcast mask too); the backward hands them back in order, zeros past the count."""
+    a, mask, src = rand((4, 6), dtype, seed=1), rand((4, 6), torch.bool, seed=2), rand((30,), dtype, seed=3)
+    row_mask, src2 = rand((6,), torch.bool, seed=4), rand((5, 6), dtype, seed=5)
+    ops = {"scatter": lambda a, m, s, rm, s2: aten.masked_scatter.default(a, m, s),
+           "broadcast_mask": lambda a, m, s, rm, s2: aten.masked_scatter.default(a, rm, s2),
+           "backward": lambda a, m, s, rm, s2: aten.masked_scatter_backward.default(a, m, [30]),
+           "backward_broadcast": lambda a, m, s, rm, s2: aten.masked_scatter_backward.default(a, rm, [5, 6])}
+    check(run_both(ops, [a, mask, src, row_mask, src2]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16], ids=str)
+def test_embedding_renorm(dtype):
+    """The rows named (repeats once) scaled to max_norm where their p-norm exceeds it."""
+    w, idx = rand((10, 5), dtype, seed=1), torch.tensor([[0, 2, 2], [9, 4, 0]])
+    ops = {"l2": lambda w, i: aten.embedding_renorm.default(w, i, 1.0, 2.0),
+           "l1": lambda w, i: aten.embedding_renorm.default(w, i, 2.5, 1.0),
+           "max": lambda w, i: aten.embedding_renorm.default(w, i, 1.5, inf)}
+    check(run_both(ops, [w, idx]), dtype)
