@@ -6,7 +6,7 @@ scalar lists alike); a single tensor or scalar is shared. out is the list of the
 specs."""
 from __future__ import annotations
 
-from axle.torch.registry import RULES, Unsupported, V, aten, rule
+from axle.torch.registry import RULES, Unsupported, V, aten, opmath, rule
 
 BINARY = {"add": aten.add.Tensor, "sub": aten.sub.Tensor, "mul": aten.mul.Tensor, "div": aten.div.Tensor,
           "maximum": aten.maximum.default, "minimum": aten.minimum.default, "pow": aten.pow.Tensor_Tensor}
@@ -90,3 +90,37 @@ def _foreach_norm(em, out, tensors, ord=2, dtype=None):
     """Each tensor's vector norm (clip_grad_norm_'s per-parameter norms)."""
     return [_call(aten.linalg_vector_norm.default, em, spec, x, ord, None, False, dtype=dtype)
             for spec, x in zip(out, tensors)]
+
+
+@rule(aten._foreach_copy.default)
+def _foreach_copy(em, out, tensors, sources, non_blocking=False):
+    """Each source in its destination's type and shape (the functional form of _foreach_copy_)."""
+    return [_call(aten.copy.default, em, spec, x, s) for spec, x, s in zip(out, tensors, sources)]
+
+
+@rule(aten._foreach_pow.ScalarAndTensor)
+def _foreach_pow_scalar_base(em, out, base, exponents):
+    """A Python scalar to the power of each tensor (Adam's bias corrections beta ** step)."""
+    return [_call(aten.pow.Scalar, em, spec, base, e) for spec, e in zip(out, exponents)]
+
+
+@rule(aten._amp_foreach_non_finite_check_and_unscale.default)
+def _amp_unscale(em, out, grads, found_inf, inv_scale):
+    """GradScaler's unscale: each gradient times inv_scale (in its opmath type), and
+    found_inf set to 1 where any element of any gradient is inf or NaN (else kept)."""
+    grad_specs, found_spec = out
+    if not isinstance(found_inf, V) or not isinstance(inv_scale, V):
+        raise Unsupported("_amp unscale without found_inf / inv_scale tensors")
+    scaled, bad = [], None
+    for spec, g in zip(grad_specs, grads):
+        ct = opmath(g.dtype)
+        x = em.convert(g, ct)
+        s = em.broadcast_to(em.convert(em.reshape(inv_scale, ()), ct), x.shape)
+        scaled.append(em.convert(em.binary("multiply", x, s), g.dtype))
+        finite = em.op("stablehlo.is_finite", [x], x.shape, "i1")
+        any_bad = em.reduce_simple(em.unary("not", finite), list(range(x.rank)), "or", False)
+        bad = any_bad if bad is None else em.binary("or", bad, any_bad)
+    if bad is None:
+        return scaled, found_inf
+    one = em.const(1, found_inf.dtype, found_inf.shape)
+    return scaled, em.select(em.broadcast_to(bad, found_inf.shape), one, found_inf)

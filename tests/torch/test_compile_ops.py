@@ -93,3 +93,47 @@ def test_embedding_max_norm_renormalizes_in_place():
     torch.testing.assert_close(mine.weight, ref.weight)
     torch.testing.assert_close(mine.weight.grad, ref.weight.grad)
     assert not torch.equal(mine.weight[1], 2 * torch.nn.Embedding(12, 6).weight[1])
+
+
+def test_grad_scaler_unscale_and_adam_step():
+    """GradScaler's unscale (_amp_foreach_non_finite_check_and_unscale_), clipping, a
+    foreach Adam step (_foreach_pow.ScalarAndTensor for the bias corrections) and a
+    _foreach_copy_ of the parameters in one compiled function: no graph left to eager, the
+    same parameters, and found_inf set by an inf gradient."""
+    def make():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 3))
+        params = list(model.parameters())
+        for p in params:
+            p.grad = torch.randn_like(p) * 100
+        return params, torch.optim.Adam(params, lr=1e-2, foreach=True), [torch.zeros_like(p) for p in params]
+
+    def step(params, opt, copies, found, inv):
+        found.zero_()
+        torch._amp_foreach_non_finite_check_and_unscale_([p.grad for p in params], found, inv)
+        torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
+        opt.step()
+        with torch.no_grad():
+            torch._foreach_copy_(copies, params)
+
+    (pw, ow, cw), (pg, og, cg) = make(), make()
+    fw, fg, inv = torch.zeros(1), torch.zeros(1), torch.tensor(1 / 64.0)
+    compiled = torch.compile(step, backend="axle")
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        for _ in range(3):
+            step(pw, ow, cw, fw, inv)
+            compiled(pg, og, cg, fg, inv)
+    assert STATS["axle_calls"] > before
+    for a, b, c in zip(pg, pw, cg):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+        assert torch.equal(c, a)
+    assert fg.item() == 0.0
+    grads = [torch.ones(3), torch.tensor([1.0, float("inf")])]
+    found = torch.zeros(1)
+    unscale = torch.compile(lambda gs, f, s: torch._amp_foreach_non_finite_check_and_unscale_(gs, f, s), backend="axle")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        unscale(grads, found, torch.tensor(0.5))
+    assert found.item() == 1.0 and grads[0].tolist() == [0.5] * 3 and grads[1].tolist() == [0.5, float("inf")]

@@ -1,6 +1,6 @@
-"""Special functions, bit shifts, order statistics, searchsorted over batches, masked_scatter
-and embedding_renorm against eager PyTorch (op_harness: one compiled graph per dtype, each
-result compared on its own)."""
+"""Special functions, bit shifts, order statistics, searchsorted over batches, masked_scatter,
+embedding_renorm and more _foreach ops against eager PyTorch (op_harness: one compiled
+graph per dtype, each result compared on its own)."""
 import math
 
 import pytest
@@ -191,3 +191,21 @@ def test_embedding_renorm(dtype):
            "l1": lambda w, i: aten.embedding_renorm.default(w, i, 2.5, 1.0),
            "max": lambda w, i: aten.embedding_renorm.default(w, i, 1.5, inf)}
     check(run_both(ops, [w, idx]), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_foreach_copy_pow_and_amp_unscale(dtype):
+    """_foreach_copy (into other types and broadcast), a scalar to the power of a list
+    (Adam's bias corrections), and GradScaler's unscale: grads times inv_scale, found_inf
+    set when any gradient holds an inf or NaN."""
+    a, b = rand((3, 4), dtype, seed=1), rand((5,), dtype, seed=2)
+    steps = [torch.tensor(3.0), torch.tensor(10.0)]
+    bad = b.clone()
+    bad[2] = inf
+    ops = {"copy": lambda a, b, s0, s1, bad: aten._foreach_copy.default([a, b], [aten.mul.Tensor(a, 2), s0]),
+           "pow": lambda a, b, s0, s1, bad: aten._foreach_pow.ScalarAndTensor(0.9, [s0, s1]),
+           "unscale": lambda a, b, s0, s1, bad: aten._amp_foreach_non_finite_check_and_unscale.default(
+               [a, b], aten.mul.Tensor(s0, 0), aten.reciprocal.default(s1)),
+           "unscale_inf": lambda a, b, s0, s1, bad: aten._amp_foreach_non_finite_check_and_unscale.default(
+               [a, bad], aten.mul.Tensor(s0, 0), aten.reciprocal.default(s1))}
+    check(run_both(ops, [a, b, *steps, bad]), dtype)
