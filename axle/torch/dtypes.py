@@ -44,6 +44,8 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     """A numpy view of a CPU tensor (copied only when it is not contiguous or not on the CPU)."""
     if t.requires_grad:
         t = t.detach()
+    if t._is_zerotensor():  # (autograd's all-zero gradients, which have no memory to share)
+        t = torch.zeros(t.shape, dtype=t.dtype)
     if not t.is_cpu:
         t = t.cpu()
     if not t.is_contiguous():

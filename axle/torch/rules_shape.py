@@ -232,7 +232,7 @@ def _scalar_tensor(em, out, s, **_):
 
 @rule(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default, aten.empty.memory_format,
       aten.empty_strided.default, aten.empty_like.default, aten.new_empty.default,
-      aten.new_empty_strided.default, aten.empty_permuted.default)
+      aten.new_empty_strided.default, aten.empty_permuted.default, aten._efficientzerotensor.default)
 def _zeros(em, out, *_, **__):
     return em.const(0, out[1], shape_of(out))
 

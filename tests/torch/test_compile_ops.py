@@ -137,3 +137,40 @@ def test_grad_scaler_unscale_and_adam_step():
         warnings.simplefilter("error", AxleFallbackWarning)
         unscale(grads, found, torch.tensor(0.5))
     assert found.item() == 1.0 and grads[0].tolist() == [0.5] * 3 and grads[1].tolist() == [0.5, float("inf")]
+
+
+def test_zero_tensor_gradients_reach_the_compiled_graph():
+    """torch.func.hessian inside a compiled forward (a physics-informed loss): autograd hands
+    the backward graph ZeroTensors (and _efficientzerotensor in the graph); they go in as
+    zeros, the loss and the parameters' gradients as eager's."""
+    from torch.func import hessian, vmap
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+
+    def f(xi):
+        return vmap(lambda x: torch.diagonal(hessian(lambda y: net(y[None])[0, 0])(x)).sum())(xi)
+    x = torch.rand(8, 2)
+    want = f(x)
+    want.pow(2).sum().backward()
+    ref = [None if p.grad is None else p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        got = torch.compile(f, backend="axle")(x)
+        got.pow(2).sum().backward()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert sum(r is not None for r in ref) == 3  # (the last bias has no second derivative)
+    for p, r in zip(net.parameters(), ref):
+        assert (p.grad is None) == (r is None)
+        if r is not None:
+            torch.testing.assert_close(p.grad, r, rtol=1e-4, atol=1e-6)
+
+
+def test_zero_tensor_arguments_go_in_as_zeros():
+    """A ZeroTensor argument (autograd's gradient of an output nothing used, handed to a
+    compiled backward graph) is no memory to share: it goes in as zeros."""
+    z = torch._efficientzerotensor((3,), dtype=torch.float32)
+    assert z._is_zerotensor()
+    got = _compiled(lambda x, y: (x * 2 + y).sin(), z, torch.ones(3))
+    torch.testing.assert_close(got, torch.ones(3).sin())
