@@ -63,8 +63,9 @@ def unsupported_ops(gm: torch.fx.GraphModule) -> list[str]:
 
 @dataclass
 class Lowered:
-    """The text and how to map its results back: `outputs[i]` is ('tensor', k) for result k
-    of @main, ('value', x) for a Python value (a size, None)."""
+    """The text and how to map its results back: `outputs[i]` is ('tensor', k, strides,
+    order) for result k of @main, ('value', x) for a Python value (a size, None), ('view',
+    input index, steps) for a view of an input that torch makes (replay_view)."""
     text: str
     outputs: list = field(default_factory=list)
     arg_names: list = field(default_factory=list)
@@ -184,8 +185,11 @@ def lower_graph(gm: torch.fx.GraphModule, args, arg_names=None, arg_attrs=None, 
     for x in _flatten(out_node.args[0]):
         v = env[x] if isinstance(x, torch.fx.Node) else x
         view = _view_of_input(x, placeholders) if input_views and isinstance(v, V) else None
-        if view is not None:
-            plan.append(("view", *view))
+        if view is not None:  # its sizes made concrete: this lowering is for this call's sizes
+            resolve = lambda a: env[a] if isinstance(a, torch.fx.Node) else sizes.value(a)  # noqa: E731
+            steps = tuple((n.target, torch.fx.node.map_aggregate(n.args[1:], resolve),
+                           torch.fx.node.map_aggregate(n.kwargs, resolve)) for n in view[1])
+            plan.append(("view", view[0], steps))
             continue
         if isinstance(v, V):
             val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
@@ -218,14 +222,15 @@ _VIEW_OPS = {torch.ops.aten.t.default, torch.ops.aten.permute.default, torch.ops
 
 def _view_of_input(x, placeholders) -> Optional[tuple]:
     """(placeholder index, the view nodes from it to x in order) when x is a chain of view
-    ops (with static arguments) on a graph input, or the input itself (a training forward
-    returns each weight it saves for the backward: handed back as torch's tensor, as eager
-    saves it, not copied on every call: 45 of a ResNet-18 forward's 52 MB of results), else
-    None."""
+    ops on a graph input, or the input itself (a training forward returns each weight it
+    saves for the backward: handed back as torch's tensor, as eager saves it, not copied on
+    every call: 45 of a ResNet-18 forward's 52 MB of results), else None. The views' size
+    arguments may be symbolic (nodes computing sizes, anywhere in their lists: a view to
+    [s0, s1 * s2] with dynamic shapes); lower_graph makes them concrete."""
     chain = []
     while isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target in _VIEW_OPS:
         rest = list(x.args[1:]) + list(x.kwargs.values())
-        if any(isinstance(a, torch.fx.Node) or _symbolic(a) for a in rest):
+        if not all(_size_argument(a) for a in rest):
             return None
         chain.append(x)
         x = x.args[0]
@@ -234,10 +239,13 @@ def _view_of_input(x, placeholders) -> Optional[tuple]:
     return placeholders.index(x), tuple(reversed(chain))
 
 
-def _symbolic(a) -> bool:
+def _size_argument(a) -> bool:
+    """a is a size, a dimension, a list of them, or a node computing one (no tensor)."""
     if isinstance(a, (list, tuple)):
-        return any(_symbolic(b) for b in a)
-    return isinstance(a, (torch.SymInt, torch.SymFloat))
+        return all(_size_argument(b) for b in a)
+    if isinstance(a, torch.fx.Node):
+        return _is_sym_node(a)
+    return not isinstance(a, torch.Tensor)
 
 
 def physical_order(t: torch.Tensor) -> Optional[list]:
@@ -251,10 +259,11 @@ def physical_order(t: torch.Tensor) -> Optional[list]:
     return None
 
 
-def replay_view(base: torch.Tensor, chain) -> torch.Tensor:
-    """The view of `base` that `chain` (from _view_of_input) describes, made by torch."""
-    for n in chain:
-        base = n.target(base, *n.args[1:], **n.kwargs)
+def replay_view(base: torch.Tensor, steps) -> torch.Tensor:
+    """The view of `base` that `steps` ((view op, its other arguments, its keyword
+    arguments), sizes concrete: a "view" entry of Lowered.outputs) describes, made by torch."""
+    for target, args, kwargs in steps:
+        base = target(base, *args, **kwargs)
     return base
 
 

@@ -174,3 +174,46 @@ def test_zero_tensor_arguments_go_in_as_zeros():
     assert z._is_zerotensor()
     got = _compiled(lambda x, y: (x * 2 + y).sin(), z, torch.ones(3))
     torch.testing.assert_close(got, torch.ones(3).sin())
+
+
+def test_view_of_an_input_with_symbolic_sizes():
+    """A graph output that views an input to sizes computed from symbols (dynamic shapes:
+    x.view(s0, s1 * s2)) is made by torch from the input with this call's sizes."""
+    def f(x, w):
+        return x.view(x.shape[0], x.shape[1] * x.shape[2]), (x * w).sum()
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="axle", dynamic=True)
+    before = STATS["axle_calls"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AxleFallbackWarning)
+        for shape in ((4, 3, 5), (2, 6, 5), (4, 3, 5)):
+            x, w = torch.randn(shape), torch.randn(shape[-1])
+            view, total = compiled(x, w)
+            assert view.shape == (shape[0], shape[1] * shape[2]) and view.data_ptr() == x.data_ptr()
+            torch.testing.assert_close(view, x.reshape(view.shape))
+            torch.testing.assert_close(total, (x * w).sum())
+    assert STATS["axle_calls"] - before == 3
+
+
+def test_view_chain_with_symbolic_sizes_is_replayed_from_the_call():
+    """lower_graph hands back a view of an input with symbolic sizes as (op, concrete
+    arguments) steps, resolved for the sizes it was lowered for."""
+    from torch._dynamo.backends.common import aot_autograd
+    from axle.torch.lowering import lower_graph, replay_view
+    plans = []
+
+    def fw(gm, example):
+        args = [a if isinstance(a, torch.Tensor) else int(a) for a in example]
+        plans.append(lower_graph(gm, args, input_views=True).outputs)
+        return gm.forward
+
+    def f(x):
+        return x.view(x.shape[0], -1).t(), x.sum()
+    torch._dynamo.reset()
+    x = torch.randn(6, 2, 5)
+    torch.compile(f, backend=aot_autograd(fw_compiler=fw), dynamic=True)(x)
+    views = [e for e in plans[0] if e[0] == "view"]
+    assert views, plans[0]
+    _, index, steps = views[0]
+    assert all(isinstance(s, int) for _, args, _ in steps for a in args for s in (a if isinstance(a, list) else [a]))
+    torch.testing.assert_close(replay_view(x, steps), f(x)[0])
