@@ -645,3 +645,20 @@ def test_fft_writes_into_the_result_buffer(kind, real_ty, monkeypatch):
     got, want = both(text, x)
     np.testing.assert_array_equal(got[0], want[0])
     assert used and all(used)
+
+
+def test_f16_result_of_an_f64_computation_links():
+    """chlo.bessel_i1e on f32 is computed in f64; rounded on to f16, LLVM folds the two
+    truncations into one double -> half conversion, a compiler-runtime call (__truncdfhf2)
+    the JIT resolves from libgcc (llvm_env._libgcc_half_conversions)."""
+    from axle.ir import parse_module
+    text = """func.func @main(%a: tensor<8xf16>) -> tensor<8xf16> {
+  %c = stablehlo.convert %a : (tensor<8xf16>) -> tensor<8xf32>
+  %0 = chlo.bessel_i1e %c : tensor<8xf32> -> tensor<8xf32>
+  %1 = stablehlo.convert %0 : (tensor<8xf32>) -> tensor<8xf16>
+  return %1 : tensor<8xf16>
+}"""
+    x = np.linspace(-30, 30, 8).astype(np.float16)
+    got = np.asarray(axle.compile(text, backend="cpu").execute([x])[0])
+    want = np.asarray(axle.interpret(parse_module(text), x))
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-4)

@@ -127,6 +127,29 @@ def optimize(mod, tm, level: int = 3) -> None:
 # (e.g. BLAS routines reached through scipy's function pointers): name -> address.
 EXTERNAL_SYMBOLS: dict[str, int] = {}
 
+# Compiler-runtime conversions LLVM may call where no instruction does the job: double ->
+# half has none on x86 (F16C converts float <-> half), and LLVM folds a float -> half
+# truncation into it when the float itself was truncated from a double (chlo.bessel_i1e
+# computed in f64 for an f16 result failed to link: "Symbols not found: __truncdfhf2").
+# GCC's libgcc_s has them since GCC 12; the process does not export them.
+_LIBGCC_HALF = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2", "__truncdfbf2", "__truncsfbf2")
+
+
+def _libgcc_half_conversions() -> None:
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libgcc_s.so.1")
+    except OSError:
+        return
+    for name in _LIBGCC_HALF:
+        try:
+            EXTERNAL_SYMBOLS.setdefault(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
+        except AttributeError:  # an older libgcc: the conversion stays unresolved (as before)
+            pass
+
+
+_libgcc_half_conversions()
+
 
 @lru_cache(maxsize=None)
 def host_cpu() -> tuple[str, str]:
