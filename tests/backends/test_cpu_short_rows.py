@@ -30,11 +30,18 @@ def _softmax(x):
 @pytest.mark.parametrize("n", [2, 5, 8, 13, 16, 17])
 def test_softmax_over_short_rows(n, monkeypatch):
     monkeypatch.setenv("AXLE_CACHE_DIR", "off")
-    x = R.standard_normal((999, n)).astype(np.float32) * 4
+    x = R.standard_normal(((1 << 15) // n + 999, n)).astype(np.float32) * 4  # (small kernels stay loops)
     x[3, 0] = -np.inf
     x[7, :] = -np.inf  # a row of -inf: NaN, as numpy's
     x[11, n // 2] = np.nan
+    from axle.codegen.emitter import Emitter
+    unrolled = []
+    real = Emitter.loop_nest
+    monkeypatch.setattr(Emitter, "loop_nest", lambda self, *a, **k: (unrolled.append(k.get("unroll", 0)),
+                                                                    real(self, *a, **k))[1])
     got = _run(lambda x: jax.nn.softmax(x, -1), x)
+    assert any(unrolled) == (n < 16)  # the row reductions straight below 16 elements
+    monkeypatch.setattr(Emitter, "loop_nest", real)
     with np.errstate(invalid="ignore"):
         want = _softmax(x)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
@@ -46,7 +53,7 @@ def test_softmax_of_a_sorted_row_in_place(monkeypatch):
     """The row kernel writes its result over the sort's buffer: a short row's stores into the
     result come after all of the row's loads."""
     monkeypatch.setenv("AXLE_CACHE_DIR", "off")
-    x = R.standard_normal((500, 8)).astype(np.float32)
+    x = R.standard_normal((4500, 8)).astype(np.float32)
     got = _run(lambda x: jax.nn.softmax(jnp.sort(x, -1) * 3.0, -1), x)
     np.testing.assert_allclose(got, _softmax(np.sort(x, -1) * 3.0), rtol=2e-6, atol=1e-7)
 
@@ -54,7 +61,7 @@ def test_softmax_of_a_sorted_row_in_place(monkeypatch):
 @pytest.mark.parametrize("n", [3, 8, 16, 17])
 def test_short_last_dimension_with_a_broadcast_along_rows(n, monkeypatch):
     monkeypatch.setenv("AXLE_CACHE_DIR", "off")
-    th = R.uniform(-3, 3, 4000).astype(np.float32)
+    th = R.uniform(-3, 3, (1 << 15) // n + 100).astype(np.float32)
     mu = R.uniform(-3, 3, n).astype(np.float32)
     got = _run(lambda th, mu: jnp.cos(th[:, None] - mu) * mu + th[:, None], th, mu)
     want = np.cos(th[:, None].astype(np.float64) - mu) * mu + th[:, None]

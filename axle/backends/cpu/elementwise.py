@@ -77,7 +77,8 @@ def emit_elementwise(ctx, op: Operation) -> None:
         # a short last dimension that could not merge (cos(x - mu) over [65536, 8], mu
         # broadcast along rows) is emitted straight, for the SLP vectorizer: a loop of 8
         # trips stayed scalar (1.9 ms, against 0.45 for cos(x) alone)
-        short = SHORT_ROW if len(shape) >= 2 and shape[-1] * work <= SHORT_ROW_WORK else 0
+        short = SHORT_ROW if (len(shape) >= 2 and shape[-1] * work <= SHORT_ROW_WORK
+                              and int(np.prod(shape, dtype=np.int64)) >= SHORT_ROW_MIN_ELEMENTS) else 0
         split_loop(ctx, shape, outer_dim(t.shape), lambda idx: body(idx, mine, other), work, unroll_inner=short)
         return
     # row fusion: per row of the outer `k` dimensions, the fused reductions, then the row
@@ -604,7 +605,9 @@ def _register_transpose(ctx, op: Operation, tr: Operation, index, tile: int):
 # loop vectorizer takes loops of 16 trips or more: those stay loops (a Hessian's
 # [545, 256, 16] loop, unrolled, lost its vectors: 0.73 -> 3.8 ms)
 SHORT_ROW = 15
-SHORT_ROW_WORK = 1024  # ...while the straight code holds at most this many ops (compile time)
+SHORT_ROW_WORK = 1024  # ...while the straight code holds at most this many ops (compile time)...
+SHORT_ROW_MIN_ELEMENTS = 1 << 15  # ...and the kernel has this many elements: a small one (an MLP's
+# [256, 10] logits) runs in microseconds either way, and its straight code cost LLVM ~10 ms
 
 
 def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: Optional[Value] = None) -> None:
@@ -628,7 +631,8 @@ def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: O
         em.scalars[red.results[0]] = acc.slots[0]
         return
 
-    short = int(np.prod([in_t.shape[d] for d in dims], dtype=np.int64)) <= SHORT_ROW
+    short = (int(np.prod([in_t.shape[d] for d in dims], dtype=np.int64)) <= SHORT_ROW
+             and int(np.prod(in_t.shape, dtype=np.int64)) >= SHORT_ROW_MIN_ELEMENTS)
     pending: list = []  # a short row's stores into keep, made after all its loads (below)
 
     def inner(red_idx):
@@ -655,7 +659,7 @@ def emit_row_reduction(ctx, red: Operation, row: list, index_map: tuple, keep: O
     if reassoc and keep is None and len(dims) >= 2:  # (a batch norm's statistics: cascaded)
         cascaded_rows(ctx, acc, inputs[0], kept, out_idx, dims, in_t)
     else:
-        em.loop_nest([in_t.shape[d] for d in dims], inner, unroll=SHORT_ROW)
+        em.loop_nest([in_t.shape[d] for d in dims], inner, unroll=SHORT_ROW if short else 0)
         for v, ptr, et in pending:  # each at its own element's position, loaded before
             S.store(em.b, v, ptr, et)
     em.scalars[red.results[0]] = acc.slots[0]
