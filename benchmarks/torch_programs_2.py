@@ -557,6 +557,28 @@ def tensor_outputs(o):
     return [t for t in (o if isinstance(o, (tuple, list)) else (o,)) if isinstance(t, torch.Tensor)]
 
 
+def grads_and_times(model, comp, args, restore, training: bool) -> tuple:
+    """(max gradient difference against eager relative to the largest, the compiled
+    backward's first call in s, forward ms compiled and eager, step ms compiled and eager)
+    of one program; for inference (training False) the forward under no_grad twice."""
+    import time
+    gerr, t_bwd = 0.0, 0.0
+    if training:
+        ref = step_grads(model, model, args, restore)
+        t0 = time.perf_counter()
+        gg = step_grads(model, comp, args, restore)
+        t_bwd = time.perf_counter() - t0
+        scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
+        gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
+        fa, fe = time_pair(lambda: comp(*args), lambda: model(*args))
+        a, e = T.time_steps(comp, model, args)
+    else:
+        with torch.no_grad():
+            fa, fe = time_pair(lambda: comp(*args), lambda: model(*args))
+        a, e = fa, fe
+    return gerr, t_bwd, fa, fe, a, e
+
+
 def runner(P, EVAL, width=28):
     """run(name): one module's forward, gradients and updated buffers against eager, its
     interleaved step times, and notes: fallbacks, graph breaks, frames Dynamo left whole to

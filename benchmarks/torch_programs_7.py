@@ -58,7 +58,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import torch_programs as T  # noqa: E402  (sets AXLE_NUM_THREADS / torch threads, registers the backend)
 from torch_programs import _rel, g  # noqa: E402
-from torch_programs_2 import ints, step_grads, sweep, tensor_outputs as _outs, time_pair as _time  # noqa: E402
+from torch_programs_2 import grads_and_times, ints, sweep, tensor_outputs as _outs  # noqa: E402
 from axle.torch.backend import STATS, AxleFallbackWarning  # noqa: E402
 
 
@@ -594,20 +594,7 @@ def run(name, width=40):
         fl = [(a, b) for a, b in zip(_outs(got), _outs(want)) if b.is_floating_point()]
         err = max((_rel(a, b) for a, b in fl), default=0.0)
         bad_ints = sum(int(not torch.equal(a, b)) for a, b in zip(_outs(got), _outs(want)) if not b.is_floating_point())
-        gerr, t_bwd = 0.0, 0.0
-        if training:
-            ref = step_grads(model, model, args, restore)
-            t0 = time.perf_counter()
-            gg = step_grads(model, comp, args, restore)
-            t_bwd = time.perf_counter() - t0
-            scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
-            gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
-            fa, fe = _time(lambda: comp(*args), lambda: model(*args))
-            a, e = T.time_steps(comp, model, args)
-        else:
-            with torch.no_grad():
-                fa, fe = _time(lambda: comp(*args), lambda: model(*args))
-            a, e = fa, fe
+        gerr, t_bwd, fa, fe, a, e = grads_and_times(model, comp, args, restore, training)
     notes = [str(w.message)[:600] for w in ws if issubclass(w.category, AxleFallbackWarning)]
     counters = torch._dynamo.utils.counters
     breaks = sum(counters["graph_break"].values())

@@ -49,7 +49,7 @@ import torch.nn.functional as F
 
 import torch_programs as T  # sets AXLE_NUM_THREADS / torch threads, registers the backend
 from torch_programs import _rel, g
-from torch_programs_2 import bn, ints, step_grads, sweep, tensor_outputs as _outs, time_pair as _time
+from torch_programs_2 import bn, grads_and_times, ints, sweep, tensor_outputs as _outs, time_pair as _time
 from axle.torch.backend import STATS, AxleFallbackWarning
 
 P, EVAL, prog = sweep()
@@ -1041,20 +1041,7 @@ def _run(name, width, model, args, opts):
         berr = max((float((b.detach().nan_to_num() - w.nan_to_num()).abs().max()) / bscale
                     for b, w in zip(bufs, bw)), default=0.0)
         err, bad_ints = _compare(got, want)
-        gerr, t_bwd = 0.0, 0.0
-        if training:
-            ref = step_grads(model, model, args, restore)
-            t0 = time.perf_counter()
-            gg = step_grads(model, comp, args, restore)
-            t_bwd = time.perf_counter() - t0
-            scale = max((float(r.abs().max()) for r in ref), default=0.0) + 1e-30
-            gerr = max((float((a.double() - r.double()).abs().max()) / scale for a, r in zip(gg, ref)), default=0.0)
-            fa, fe = _time(lambda: comp(*args), lambda: model(*args))
-            a, e = T.time_steps(comp, model, args)
-        else:
-            with torch.no_grad():
-                fa, fe = _time(lambda: comp(*args), lambda: model(*args))
-            a, e = fa, fe
+        gerr, t_bwd, fa, fe, a, e = grads_and_times(model, comp, args, restore, training)
     notes = _notes(ws, calls0)
     notes += [f"{STATS['compiles'] - c0} graph(s) compiled by axle over {1 + len(opts['warm'])} input shapes"] \
         if opts.get("warm") else []

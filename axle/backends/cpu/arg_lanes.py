@@ -137,6 +137,16 @@ def _selection(op: Operation, vt, value_read: bool) -> bool:
     return True
 
 
+def row_values(em, inputs: list, kept: list, out_idx: list, dim: int, i, rank: int) -> list:
+    """The inputs' values at element i of the row along `dim` whose other indices are
+    out_idx (over the `kept` dimensions)."""
+    full: list = [None] * rank
+    for d, x in zip(kept, out_idx):
+        full[d] = x
+    full[dim] = i
+    return [em.value_at(v, full) for v in inputs]
+
+
 def lanewise_arg(ctx, op: Operation, w: int, inputs: list, kept: list, out_idx: list, dims: list, in_t, inits):
     """The row's (value, index) as w partial results folded by op's body, merged in index
     order, then the init applied first; stored into op's results at out_idx."""
@@ -150,11 +160,7 @@ def lanewise_arg(ctx, op: Operation, w: int, inputs: list, kept: list, out_idx: 
     slots = [[em.alloca(S.reg_type(a.type.element_type)) for a in args[:2]] for _ in range(w)]
 
     def at(i):
-        full: list = [None] * in_t.rank
-        for d, x in zip(kept, out_idx):
-            full[d] = x
-        full[dims[0]] = i
-        return [em.value_at(v, full) for v in inputs]
+        return row_values(em, inputs, kept, out_idx, dims[0], i, in_t.rank)
 
     for j in range(w):  # each lane starts from its first element
         for s, v in zip(slots[j], at(c64(j))):

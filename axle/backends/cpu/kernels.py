@@ -14,6 +14,7 @@ from axle.codegen.dot import DotDims, accumulator_type, check_dot
 from axle.codegen.emitter import _ty
 from axle.codegen.scalar_ops import RULES, convert
 from axle.errors import Unsupported
+from axle.backends.cpu.arg_lanes import row_values
 from axle.backends.cpu.context import Context
 from axle.backends.cpu.registry import kernel
 from axle.codegen.plans.arena import nbytes
@@ -131,11 +132,7 @@ def _lanewise_extreme(ctx, red: Operation, acc, w: int, inputs: list, kept: list
     parts = [acc] + [Accumulators(ctx, red, red.operands[1:]) for _ in range(w - 1)]
 
     def at(i):
-        full: list = [None] * in_t.rank
-        for d, x in zip(kept, out_idx):
-            full[d] = x
-        full[dims[0]] = i
-        return [em.value_at(v, full) for v in inputs]
+        return row_values(em, inputs, kept, out_idx, dims[0], i, in_t.rank)
 
     def chunk(c):
         base = em.b.mul(c, c64(w))
