@@ -164,7 +164,7 @@ def scatter(ctx: Context, op: Operation) -> None:
         if RUNNING and _sorted(op) and len(op.results) == 1 and all(ut.shape[d] == 1 for d in uwd):
             run = _running_start(em, rt.element_type)
         window = [ut.shape[d] for d in uwd]
-        if _window_outside(rt, window_of, to_operand, ibatch, window, outer):
+        if run is None and _window_outside(rt, window_of, to_operand, ibatch, window, outer):
             # each element of the window on its own plane: the window's loop outside, the
             # updates inside (the order at each target is kept: distinct window elements
             # have distinct targets)
