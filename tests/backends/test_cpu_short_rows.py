@@ -66,3 +66,22 @@ def test_short_last_dimension_with_a_broadcast_along_rows(n, monkeypatch):
     got = _run(lambda th, mu: jnp.cos(th[:, None] - mu) * mu + th[:, None], th, mu)
     want = np.cos(th[:, None].astype(np.float64) - mu) * mu + th[:, None]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,fn,straight", [
+    ("a broadcast along the rows", lambda x, w: jnp.cos(x - w) * w, True),
+    ("shifted reads (a roll)", lambda x, w: jnp.roll(x, 1, axis=0) * w + x, False),
+])
+def test_straight_code_only_over_plain_reads(name, fn, straight, monkeypatch):
+    """The short last dimension goes straight only when the kernel's ops are elementwise,
+    broadcasts and constants (elementwise._plain_reads): a lattice-Boltzmann streaming step
+    over [N, N, 9] by slices and concatenates ran slower packed by the SLP vectorizer."""
+    monkeypatch.setenv("AXLE_CACHE_DIR", "off")
+    seen = []
+    real = elementwise.split_loop
+    monkeypatch.setattr(elementwise, "split_loop", lambda *a, **k: (seen.append(k.get("unroll_inner", 0)), real(*a, **k))[1])
+    x = R.standard_normal((8192, 9)).astype(np.float32)
+    w = R.standard_normal(9).astype(np.float32)
+    got = _run(fn, x, w)
+    assert any(seen) == straight, seen
+    np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(x, w)), rtol=1e-5, atol=1e-5)
