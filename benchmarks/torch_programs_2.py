@@ -579,6 +579,20 @@ def grads_and_times(model, comp, args, restore, training: bool) -> tuple:
     return gerr, t_bwd, fa, fe, a, e
 
 
+def buffer_snapshot(model, extra=()) -> tuple:
+    """(the model's floating-point buffers and `extra` tensors, restore()): restore puts back
+    their values of now (BatchNorm running stats, spectral norm's u / v, KV caches), so that
+    every call starts equal."""
+    bufs = [b for b in model.buffers() if b.is_floating_point()] + list(extra)
+    b0 = [b.detach().clone() for b in bufs]
+
+    def restore():
+        with torch.no_grad():
+            for b, v in zip(bufs, b0):
+                b.copy_(v)
+    return bufs, restore
+
+
 def runner(P, EVAL, width=28):
     """run(name): one module's forward, gradients and updated buffers against eager, its
     interleaved step times, and notes: fallbacks, graph breaks, frames Dynamo left whole to
@@ -590,13 +604,7 @@ def runner(P, EVAL, width=28):
         model, args = P[name]()
         model.train(name not in EVAL)
         comp = torch.compile(model, backend="axle")
-        bufs = [b for b in model.buffers() if b.is_floating_point()]
-        b0 = [b.clone() for b in bufs]
-
-        def restore():  # BatchNorm running stats, spectral norm's u / v: every call starts equal
-            with torch.no_grad():
-                for b, v in zip(bufs, b0):
-                    b.copy_(v)
+        bufs, restore = buffer_snapshot(model)
         calls0 = STATS["axle_calls"]
         with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter("always", AxleFallbackWarning)

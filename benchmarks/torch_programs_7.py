@@ -58,7 +58,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import torch_programs as T  # noqa: E402  (sets AXLE_NUM_THREADS / torch threads, registers the backend)
 from torch_programs import _rel, g  # noqa: E402
-from torch_programs_2 import grads_and_times, ints, sweep, tensor_outputs as _outs  # noqa: E402
+from torch_programs_2 import buffer_snapshot, grads_and_times, ints, sweep, tensor_outputs as _outs  # noqa: E402
 from axle.torch.backend import STATS, AxleFallbackWarning  # noqa: E402
 
 
@@ -568,13 +568,7 @@ def run(name, width=40):
     training, random = name not in INFER, name in RANDOM
     model.train(name not in EVAL)
     comp = torch.compile(model, backend="axle")
-    bufs = [b for b in model.buffers() if b.is_floating_point()]
-    b0 = [b.clone() for b in bufs]
-
-    def restore():  # BatchNorm running statistics, KV caches: every call starts equal
-        with torch.no_grad():
-            for b, v in zip(bufs, b0):
-                b.copy_(v)
+    bufs, restore = buffer_snapshot(model)  # BatchNorm running statistics, KV caches
     calls0 = STATS["axle_calls"]
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter("always", AxleFallbackWarning)

@@ -49,7 +49,7 @@ import torch.nn.functional as F
 
 import torch_programs as T  # sets AXLE_NUM_THREADS / torch threads, registers the backend
 from torch_programs import _rel, g
-from torch_programs_2 import bn, grads_and_times, ints, sweep, tensor_outputs as _outs, time_pair as _time
+from torch_programs_2 import bn, buffer_snapshot, grads_and_times, ints, sweep, tensor_outputs as _outs, time_pair as _time
 from axle.torch.backend import STATS, AxleFallbackWarning
 
 P, EVAL, prog = sweep()
@@ -1015,15 +1015,8 @@ def _run(name, width, model, args, opts):
     training = name not in INFER
     model.train(name not in EVAL)
     comp = torch.compile(model, backend="axle")
-    bufs = [b for b in model.buffers() if b.is_floating_point()]
-    if opts.get("params_as_buffers"):  # the forward rewrites parameters in place: restored, compared
-        bufs += [p for p in model.parameters()]
-    b0 = [b.detach().clone() for b in bufs]
-
-    def restore():
-        with torch.no_grad():
-            for b, v in zip(bufs, b0):
-                b.copy_(v)
+    # (the forward rewrites parameters in place with params_as_buffers: restored, compared)
+    bufs, restore = buffer_snapshot(model, model.parameters() if opts.get("params_as_buffers") else ())
     calls0, c0 = STATS["axle_calls"], STATS["compiles"]
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter("always", AxleFallbackWarning)
